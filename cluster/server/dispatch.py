@@ -1,0 +1,76 @@
+"""The registry of APIs a node serves, and the context a handler receives.
+
+Components (broker, controller, group coordinator, later the transaction
+coordinator) register one handler per API key with the version range they
+implement. ApiVersions is answered from this registry, so a node advertises
+exactly what it implements.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..protocol.build import make
+from ..protocol.codec import response_class
+
+
+@dataclass(slots=True)
+class RequestContext:
+    """What a handler knows about the request besides its body."""
+
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+    peer: str
+    connection_id: int
+    response_cls: type = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.response_cls = response_class(self.api_key, self.api_version)
+
+    def respond(self, data: dict[str, Any] | None = None, /, **fields: Any) -> Any:
+        """Build this request's response (at the request's version) from plain values."""
+        return make(self.response_cls, data, **fields)
+
+
+Handler = Callable[[RequestContext, Any], Awaitable[Any]]
+"""An async callable returning the response entity, or None for "send no response"
+(Produce with acks=0)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ApiSpec:
+    api_key: int
+    min_version: int
+    max_version: int
+    handler: Handler
+    owner: str
+
+
+class ApiRegistry:
+    def __init__(self) -> None:
+        self._specs: dict[int, ApiSpec] = {}
+
+    def register(
+        self, api_key: int, min_version: int, max_version: int, handler: Handler, owner: str
+    ) -> None:
+        if api_key in self._specs:
+            raise ValueError(
+                f"api key {api_key} is already served by {self._specs[api_key].owner}"
+            )
+        for version in range(min_version, max_version + 1):
+            response_class(api_key, version)  # fail at start-up, not at the first request
+        self._specs[api_key] = ApiSpec(api_key, min_version, max_version, handler, owner)
+
+    def get(self, api_key: int) -> ApiSpec | None:
+        return self._specs.get(api_key)
+
+    def supports(self, api_key: int, api_version: int) -> bool:
+        spec = self._specs.get(api_key)
+        return spec is not None and spec.min_version <= api_version <= spec.max_version
+
+    def specs(self) -> list[ApiSpec]:
+        return [self._specs[k] for k in sorted(self._specs)]
