@@ -65,7 +65,9 @@ def _plan(cls: type) -> tuple[_FieldPlan, ...]:
         plans.append(
             _FieldPlan(
                 name=f.name,
-                kafka_type=get_schema_field_type(f),
+                kafka_type=get_schema_field_type(f)
+                if kind == "primitive" or kind == "primitive_tuple"
+                else "",
                 kind=kind,
                 inner=inner,
                 optional=is_optional(f),

@@ -16,7 +16,6 @@ from typing import Any
 from kio.index import load_request_schema, load_response_schema
 from kio.schema.request_header.v2.header import RequestHeader
 from kio.serial import entity_reader, entity_writer
-from kio.serial.errors import SerialError
 
 _PREFIX = struct.Struct(">hhi")
 _SIZE = struct.Struct(">i")
@@ -76,23 +75,22 @@ def decode_request(frame: bytes) -> tuple[Any, Any]:
     """Decode one request frame (without its size prefix) into (header, request).
 
     Raises UnsupportedApi for API keys/versions without a schema and ProtocolError
-    for bytes that do not decode, including trailing garbage.
+    for bytes that do not decode.
     """
     prefix = read_prefix(frame)
     cls = request_class(prefix.api_key, prefix.api_version)
     header_cls = cls.__header_schema__
     try:
         header, used = _reader(header_cls)(frame, 0)
-        body, body_used = _reader(cls)(frame, used)
-    except (SerialError, ValueError, TypeError, UnicodeDecodeError, OverflowError) as exc:
+        body, _ = _reader(cls)(frame, used)
+    except Exception as exc:
+        # kio raises a variety of errors on bad bytes (its own SerialErrors, ValueError,
+        # and KeyError for tagged fields it does not know); all mean "malformed".
         raise ProtocolError(
             f"malformed {cls.__name__} v{prefix.api_version}: {exc.__class__.__name__}: {exc}"
         ) from exc
-    if used + body_used != len(frame):
-        raise ProtocolError(
-            f"{cls.__name__} v{prefix.api_version}: {len(frame) - used - body_used} "
-            "trailing bytes after the request body"
-        )
+    # Bytes after the body are ignored, as Kafka does: librdkafka 2.16, for one, sends
+    # Metadata v12 with trailing fields of older versions.
     return header, body
 
 
@@ -139,7 +137,7 @@ def decode_response(api_key: int, api_version: int, frame: bytes) -> tuple[int, 
     try:
         header, used = _reader(header_cls)(frame, 0)
         body, _ = _reader(cls)(frame, used)
-    except (SerialError, ValueError, TypeError, UnicodeDecodeError, OverflowError) as exc:
+    except Exception as exc:
         raise ProtocolError(f"malformed {cls.__name__}: {exc}") from exc
     return header.correlation_id, body
 

@@ -58,9 +58,7 @@ class ApiRegistry:
         self, api_key: int, min_version: int, max_version: int, handler: Handler, owner: str
     ) -> None:
         if api_key in self._specs:
-            raise ValueError(
-                f"api key {api_key} is already served by {self._specs[api_key].owner}"
-            )
+            raise ValueError(f"api key {api_key} is already served by {self._specs[api_key].owner}")
         for version in range(min_version, max_version + 1):
             response_class(api_key, version)  # fail at start-up, not at the first request
         self._specs[api_key] = ApiSpec(api_key, min_version, max_version, handler, owner)

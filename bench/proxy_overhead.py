@@ -1,0 +1,260 @@
+"""Throughput through the fault proxy (no rule active) against a direct connection.
+
+Two workloads, both measured in one run and printed as a ratio (proxy / direct):
+
+* ``echo`` (default): a raw Kafka-frame echo server in its own process; the client
+  pipelines size-prefixed frames (``--frame-size``, ``--window`` in flight) and
+  counts echoed bytes. This isolates the proxy's own cost.
+* ``kafka`` (``--bootstrap HOST:PORT``): a confluent-kafka producer writes
+  ``--messages`` records to a live node directly, then through an external-mode
+  proxy fleet (every broker connection proxied, addresses rewritten), then a consumer
+  reads them back both ways.
+
+The proxy always runs in a separate process (as it would beside a busy harness), so
+the numbers include one extra hop through the loopback interface. Runs alternate
+direct/proxy ``--rounds`` times and the best of each is kept, which filters out
+noise from the other processes on the machine.
+
+    python bench/proxy_overhead.py                       # echo
+    python bench/proxy_overhead.py --bootstrap 127.0.0.1:9092
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import struct
+import subprocess
+import sys
+import time
+import uuid
+from typing import Any
+
+# ---------------------------------------------------------------- helper processes
+
+
+def serve_echo() -> None:
+    class Echo(asyncio.Protocol):
+        def connection_made(self, transport: Any) -> None:
+            self.t = transport
+
+        def data_received(self, data: bytes) -> None:
+            self.t.write(data)
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        server = await loop.create_server(Echo, "127.0.0.1", 0)
+        print(json.dumps({"port": server.sockets[0].getsockname()[1]}), flush=True)
+        await asyncio.Event().wait()
+
+    asyncio.run(main())
+
+
+def serve_proxy(upstream: str, external: bool) -> None:
+    from txnchaos.harness.faults.proxy import ProxyFleet
+
+    async def main() -> None:
+        fleet = await ProxyFleet().start()
+        if external:
+            ext = await fleet.external([upstream])
+            bootstrap = ext.bootstrap_servers
+        else:
+            bootstrap = (await fleet.add_link("bench", upstream)).bootstrap
+        print(json.dumps({"bootstrap": bootstrap}), flush=True)
+        await asyncio.Event().wait()
+
+    asyncio.run(main())
+
+
+def spawn(*args: str) -> tuple[subprocess.Popen[str], dict[str, Any]]:
+    proc = subprocess.Popen(
+        [sys.executable, os.path.abspath(__file__), *args],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    if not line:
+        proc.kill()
+        raise RuntimeError(f"helper {args} did not start")
+    return proc, json.loads(line)
+
+
+# ---------------------------------------------------------------- echo workload
+
+
+async def echo_throughput(host: str, port: int, total: int, frame_size: int, window: int) -> float:
+    """Bytes per second echoed through ``host:port`` with ``window`` frames in flight."""
+    frame = struct.pack(">ihhi", frame_size - 4, 0, 9, 1) + bytes(frame_size - 12)
+    n_frames = max(1, total // frame_size)
+    loop = asyncio.get_running_loop()
+    done = loop.create_future()
+
+    class Client(asyncio.Protocol):
+        def __init__(self) -> None:
+            self.sent = 0
+            self.received = 0
+            self.target = n_frames * frame_size
+
+        def connection_made(self, transport: Any) -> None:
+            self.t = transport
+            for _ in range(min(window, n_frames)):
+                self._send()
+
+        def _send(self) -> None:
+            self.t.write(frame)
+            self.sent += 1
+
+        def data_received(self, data: bytes) -> None:
+            before = self.received // frame_size
+            self.received += len(data)
+            for _ in range(self.received // frame_size - before):
+                if self.sent < n_frames:
+                    self._send()
+            if self.received >= self.target and not done.done():
+                done.set_result(None)
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            if not done.done():
+                done.set_exception(ConnectionError("closed"))
+
+    transport, _ = await loop.create_connection(Client, host, port)
+    t0 = time.perf_counter()
+    await done
+    elapsed = time.perf_counter() - t0
+    transport.close()
+    return n_frames * frame_size / elapsed
+
+
+def bench_echo(args: argparse.Namespace) -> dict[str, float]:
+    echo, info = spawn("--serve-echo")
+    upstream = f"127.0.0.1:{info['port']}"
+    proxy, pinfo = spawn("--serve-proxy", upstream)
+    try:
+        direct_port = info["port"]
+        proxy_port = int(pinfo["bootstrap"].rsplit(":", 1)[1])
+        best_direct = best_proxy = 0.0
+        for _ in range(args.rounds):
+            d = asyncio.run(
+                echo_throughput("127.0.0.1", direct_port, args.bytes, args.frame_size, args.window)
+            )
+            p = asyncio.run(
+                echo_throughput("127.0.0.1", proxy_port, args.bytes, args.frame_size, args.window)
+            )
+            best_direct, best_proxy = max(best_direct, d), max(best_proxy, p)
+        return {"direct_MBps": best_direct / 1e6, "proxy_MBps": best_proxy / 1e6}
+    finally:
+        proxy.kill()
+        echo.kill()
+
+
+# ---------------------------------------------------------------- kafka workload
+
+
+def kafka_round(bootstrap: str, topic: str, messages: int, size: int) -> tuple[float, float]:
+    from confluent_kafka import Consumer, Producer
+
+    payload = b"x" * size
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "enable.idempotence": True,
+            "linger.ms": 5,
+            "batch.size": 256 * 1024,
+        }
+    )
+    t0 = time.perf_counter()
+    for _ in range(messages):
+        while True:
+            try:
+                producer.produce(topic, payload, partition=0)
+                break
+            except BufferError:
+                producer.poll(0.01)
+    assert producer.flush(120) == 0
+    produce_rate = messages * size / (time.perf_counter() - t0)
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"bench-{uuid.uuid4().hex[:8]}",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+            "fetch.max.bytes": 16 * 1024 * 1024,
+        }
+    )
+    consumer.subscribe([topic])
+    got = 0
+    t0 = 0.0
+    deadline = time.monotonic() + 120
+    while got < messages and time.monotonic() < deadline:
+        for msg in consumer.consume(10000, 1.0):
+            if msg.error() is None:
+                if not got:
+                    t0 = time.perf_counter()
+                got += 1
+    consume_rate = got * size / (time.perf_counter() - t0) if got else 0.0
+    consumer.close()
+    return produce_rate, consume_rate
+
+
+def bench_kafka(args: argparse.Namespace) -> dict[str, float]:
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    proxy, pinfo = spawn("--serve-proxy", args.bootstrap, "--external")
+    try:
+        admin = AdminClient({"bootstrap.servers": args.bootstrap})
+        out = {"direct_produce": 0.0, "proxy_produce": 0.0}
+        out.update({"direct_consume": 0.0, "proxy_consume": 0.0})
+        for _ in range(args.rounds):
+            for label, bootstrap in (("direct", args.bootstrap), ("proxy", pinfo["bootstrap"])):
+                topic = f"bench-{uuid.uuid4().hex[:8]}"
+                for f in admin.create_topics([NewTopic(topic, 1, 1)]).values():
+                    f.result(30)
+                p, c = kafka_round(bootstrap, topic, args.messages, args.message_size)
+                out[f"{label}_produce"] = max(out[f"{label}_produce"], p / 1e6)
+                out[f"{label}_consume"] = max(out[f"{label}_consume"], c / 1e6)
+        return out
+    finally:
+        proxy.kill()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--bootstrap", help="a live node: run the confluent-kafka workload")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--bytes", type=int, default=200_000_000, help="echo: bytes per round")
+    ap.add_argument("--frame-size", type=int, default=16 * 1024)
+    ap.add_argument("--window", type=int, default=64)
+    ap.add_argument("--messages", type=int, default=200_000)
+    ap.add_argument("--message-size", type=int, default=200)
+    ap.add_argument("--serve-echo", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--serve-proxy", metavar="UPSTREAM", help=argparse.SUPPRESS)
+    ap.add_argument("--external", action="store_true", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.serve_echo:
+        return serve_echo()
+    if args.serve_proxy:
+        return serve_proxy(args.serve_proxy, args.external)
+    if args.bootstrap:
+        r = bench_kafka(args)
+        print(
+            f"produce: direct {r['direct_produce']:.1f} MB/s, proxy {r['proxy_produce']:.1f} MB/s,"
+            f" ratio {r['proxy_produce'] / r['direct_produce']:.1%}"
+        )
+        print(
+            f"consume: direct {r['direct_consume']:.1f} MB/s, proxy {r['proxy_consume']:.1f} MB/s,"
+            f" ratio {r['proxy_consume'] / max(r['direct_consume'], 1e-9):.1%}"
+        )
+    else:
+        r = bench_echo(args)
+        print(
+            f"echo ({args.frame_size} B frames, {args.window} in flight): "
+            f"direct {r['direct_MBps']:.1f} MB/s, proxy {r['proxy_MBps']:.1f} MB/s, "
+            f"ratio {r['proxy_MBps'] / r['direct_MBps']:.1%}"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,310 @@
+"""One partition replica: the log plus producer state, as the network handlers see it.
+
+Single-replica semantics: the high watermark is the log end offset. The last stable
+offset is the first offset of the oldest open transaction (never below the log start
+offset), else the high watermark.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..protocol.record_batch import (
+    CorruptBatch,
+    parse_control_record,
+    set_base_offset,
+    set_partition_leader_epoch,
+)
+from ..storage.checkpoint import write_atomic
+from ..storage.config import LogConfig
+from ..storage.errors import OffsetOutOfRange
+from ..storage.log import PartitionLog
+from .batch_validation import (
+    CORRUPT_MESSAGE,
+    MESSAGE_TOO_LARGE,
+    RECORD_LIST_TOO_LARGE,
+    validate_client_batch,
+)
+from .producer_state import ProducerStateManager
+
+NONE = 0
+OFFSET_OUT_OF_RANGE = 1
+KAFKA_STORAGE_ERROR = 56
+READ_UNCOMMITTED = 0
+READ_COMMITTED = 1
+EARLIEST_TIMESTAMP = -2
+LATEST_TIMESTAMP = -1
+MAX_TIMESTAMP = -3
+EARLIEST_LOCAL_TIMESTAMP = -4
+PARTITION_METADATA_FILE = "partition.metadata"
+
+# Kafka answers these with no log start offset in the Produce response.
+_NO_LOG_START_ERRORS = frozenset({CORRUPT_MESSAGE, MESSAGE_TOO_LARGE, RECORD_LIST_TOO_LARGE})
+
+
+class TopicIdMismatch(Exception):
+    """The directory belongs to another incarnation of the topic (or is unreadable)."""
+
+
+@dataclass(slots=True)
+class AppendResult:
+    error_code: int
+    error_message: str | None = None
+    base_offset: int = -1
+    last_offset: int = -1
+    log_append_time: int = -1
+    log_start_offset: int = -1
+    # (batch_index, batch_index_error_message) pairs, as in ProduceResponse
+    record_errors: list[tuple[int, str | None]] = field(default_factory=list)
+    duplicate: bool = False  # a retry answered from the producer's cached batches
+
+
+@dataclass(slots=True)
+class ReadResult:
+    error_code: int
+    records: bytes = b""
+    high_watermark: int = -1
+    last_stable_offset: int = -1
+    log_start_offset: int = -1
+    # (producer_id, first_offset) pairs, as in FetchResponse AbortedTransactions
+    aborted_transactions: list[tuple[int, int]] = field(default_factory=list)
+
+
+def _write_metadata(path: Path, topic_id: uuid.UUID) -> None:
+    write_atomic(path, f"version: 0\ntopic_id: {topic_id}\n".encode())
+
+
+def _read_metadata(path: Path) -> uuid.UUID:
+    fields: dict[str, str] = {}
+    for line in path.read_text().splitlines():
+        key, sep, value = line.partition(":")
+        if sep:
+            fields[key.strip()] = value.strip()
+    try:
+        return uuid.UUID(fields["topic_id"])
+    except (KeyError, ValueError) as e:
+        raise TopicIdMismatch(f"{path} is unreadable: {e!r}") from None
+
+
+class Partition:
+    """The object Produce/Fetch/ListOffsets/DeleteRecords handlers call."""
+
+    def __init__(
+        self,
+        topic: str,
+        topic_id: uuid.UUID,
+        index: int,
+        directory: Path,
+        config: LogConfig,
+        producer_id_expiration_ms: int = 86_400_000,
+        clock: Callable[[], float] = time.time,
+        *,
+        leader_epoch: int = 0,
+        strict_unknown_producer: bool = True,
+    ) -> None:
+        self.topic = topic
+        self.topic_id = topic_id
+        self.index = index
+        self.directory = Path(directory)
+        self.config = config
+        self.leader_epoch = leader_epoch
+        self._clock = clock
+        self.directory.mkdir(parents=True, exist_ok=True)
+        meta = self.directory / PARTITION_METADATA_FILE
+        if meta.exists():
+            found = _read_metadata(meta)
+            if found != topic_id:
+                raise TopicIdMismatch(
+                    f"{self.directory} holds topic id {found}, not {topic_id} ({topic}-{index})"
+                )
+        else:
+            _write_metadata(meta, topic_id)
+        self.log = PartitionLog(self.directory, config, clock)
+        self.producer_state = ProducerStateManager(
+            self.directory, producer_id_expiration_ms, strict_unknown_producer
+        )
+        self._load_producer_state()
+        self.log.on_roll = self._on_roll
+
+    def _on_roll(self, base_offset: int) -> None:
+        # Every batch below the new segment is in the producer state by now.
+        self.producer_state.take_snapshot(base_offset)
+
+    def __repr__(self) -> str:
+        return f"Partition({self.topic}-{self.index}, leo={self.log_end_offset})"
+
+    def _load_producer_state(self) -> None:
+        """Newest snapshot <= log end, then replay the batch headers after it."""
+        end = self.log.log_end_offset
+        start = self.producer_state.load_snapshot(end)
+        for seg, pos, header in self.log.scan(start or 0):
+            if header.is_control:
+                try:
+                    commit, coordinator_epoch = parse_control_record(seg.read_at(pos, header.size))
+                except CorruptBatch:
+                    continue  # not a transaction marker (e.g. leader change)
+                self.producer_state.complete_txn(
+                    header.producer_id,
+                    header.producer_epoch,
+                    commit,
+                    coordinator_epoch,
+                    header.base_offset,
+                    header.max_timestamp,
+                )
+            else:
+                self.producer_state.append_data_batch(
+                    header, header.base_offset, header.last_offset
+                )
+        self.producer_state.map_end_offset = end
+
+    # -- metrics / offsets -------------------------------------------------------
+    @property
+    def log_end_offset(self) -> int:
+        return self.log.log_end_offset
+
+    @property
+    def high_watermark(self) -> int:
+        return self.log.log_end_offset
+
+    @property
+    def log_start_offset(self) -> int:
+        return self.log.log_start_offset
+
+    @property
+    def last_stable_offset(self) -> int:
+        hw = self.high_watermark
+        first_unstable = self.producer_state.first_unstable_offset()
+        if first_unstable is None:
+            return hw
+        return min(hw, max(first_unstable, self.log_start_offset))
+
+    @property
+    def size_bytes(self) -> int:
+        return self.log.size_bytes
+
+    @property
+    def producer_count(self) -> int:
+        return self.producer_state.producer_count
+
+    # -- Produce -----------------------------------------------------------------
+    def append_records(self, records: bytes | bytearray | memoryview) -> AppendResult:
+        """Validate and append the single batch of a Produce request (v3+)."""
+        check = validate_client_batch(records, self.config)
+        if check.header is None:
+            start = -1 if check.error_code in _NO_LOG_START_ERRORS else self.log_start_offset
+            return AppendResult(check.error_code, check.message, log_start_offset=start)
+        header = check.header
+        verdict = self.producer_state.validate(header)
+        if verdict.duplicate is not None:
+            dup = verdict.duplicate
+            return AppendResult(
+                NONE,
+                None,
+                dup.first_offset,
+                dup.last_offset,
+                log_start_offset=self.log_start_offset,
+                duplicate=True,
+            )
+        if verdict.error_code != NONE:
+            return AppendResult(
+                verdict.error_code, verdict.message, log_start_offset=self.log_start_offset
+            )
+        base = self.log.log_end_offset
+        buf = bytearray(records)
+        set_base_offset(buf, 0, base)
+        set_partition_leader_epoch(buf, 0, self.leader_epoch)
+        try:
+            written = self.log.append(buf, base)
+        except OSError as e:
+            return AppendResult(KAFKA_STORAGE_ERROR, f"append failed: {e}")
+        self.producer_state.append_data_batch(written, base, written.last_offset)
+        return AppendResult(
+            NONE, None, base, written.last_offset, log_start_offset=self.log_start_offset
+        )
+
+    # -- Fetch -------------------------------------------------------------------
+    def read(
+        self,
+        fetch_offset: int,
+        max_bytes: int,
+        isolation_level: int = READ_UNCOMMITTED,
+        min_one_batch: bool = True,
+    ) -> ReadResult:
+        """Whole batches from the one containing ``fetch_offset`` (bounded by the LSO
+        under read_committed). Out of range: error 1 with -1 offsets, as Kafka."""
+        lso = self.last_stable_offset
+        max_offset = lso if isolation_level == READ_COMMITTED else None
+        try:
+            records = self.log.read(fetch_offset, max_bytes, min_one_batch, max_offset)
+        except OffsetOutOfRange:
+            return ReadResult(OFFSET_OUT_OF_RANGE)
+        except OSError:
+            return ReadResult(KAFKA_STORAGE_ERROR)
+        return ReadResult(NONE, records, self.high_watermark, lso, self.log_start_offset, [])
+
+    # -- ListOffsets -------------------------------------------------------------
+    def list_offset(
+        self, timestamp: int, isolation_level: int = READ_UNCOMMITTED
+    ) -> tuple[int, int, int]:
+        """(error, offset, timestamp) for -2 earliest, -1 latest, -3 max timestamp,
+        -4 earliest local, or a real timestamp (offset -1 if none)."""
+        fetchable = (
+            self.last_stable_offset if isolation_level == READ_COMMITTED else self.high_watermark
+        )
+        if timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
+            return NONE, self.log_start_offset, -1
+        if timestamp == LATEST_TIMESTAMP:
+            return NONE, fetchable, -1
+        if timestamp == MAX_TIMESTAMP:
+            found = self.log.max_timestamp()
+        elif timestamp >= 0:
+            found = self.log.offset_for_timestamp(timestamp)
+            if found is not None and found[0] >= fetchable:
+                found = None
+        else:
+            found = None
+        if found is None:
+            return NONE, -1, -1
+        return NONE, found[0], found[1]
+
+    # -- DeleteRecords -----------------------------------------------------------
+    def delete_records(self, offset: int) -> tuple[int, int]:
+        """(error, low watermark). ``offset`` -1 means the high watermark."""
+        if offset == -1:
+            offset = self.high_watermark
+        if offset < 0 or offset > self.high_watermark:
+            return OFFSET_OUT_OF_RANGE, -1
+        return NONE, self.log.delete_records_before(offset)
+
+    # -- housekeeping ------------------------------------------------------------
+    def apply_retention(self, now_ms: int | None = None) -> int:
+        now = int(self._clock() * 1000) if now_ms is None else now_ms
+        return self.log.apply_retention(now)
+
+    def remove_expired_producers(self, now_ms: int | None = None) -> list[int]:
+        now = int(self._clock() * 1000) if now_ms is None else now_ms
+        return self.producer_state.remove_expired(now)
+
+    def take_snapshot(self) -> Path:
+        return self.producer_state.take_snapshot(self.log_end_offset)
+
+    def truncate_to(self, offset: int) -> None:
+        """Cut the log at ``offset`` and rebuild producer state from snapshots + log."""
+        self.log.truncate_to(offset)
+        self.producer_state.delete_snapshots_after(self.log_end_offset)
+        self._load_producer_state()
+
+    def flush(self) -> None:
+        self.log.flush()
+
+    def close(self) -> None:
+        self.take_snapshot()
+        self.log.close()
+
+    def delete(self) -> None:
+        """Remove the partition's directory (topic deletion)."""
+        self.log.delete()

@@ -1,0 +1,289 @@
+"""Where a node gets its view of the cluster.
+
+``LocalMetadataSource`` reads the controller in the same process. A node without
+the controller uses ``RemoteMetadataSource``: it registers with the controller
+(BrokerRegistration), heartbeats (BrokerHeartbeat), pulls the cluster view with
+ordinary Metadata requests, and forwards CreateTopics (auto-creation),
+DescribeConfigs, FindCoordinator and AllocateProducerIds to the controller. All of
+it is Kafka protocol over TCP, so the harness can proxy and disturb the link.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from typing import Any, Protocol
+
+from kio.schema.errors import ErrorCode
+
+from .controller.controller import NODE_CLIENT_PREFIX, Controller
+from .metadata import NO_LEADER, ClusterView, NodeEndpoint, TopicMeta
+from .net.client import PeerConnection, PeerUnavailable
+from .protocol.build import make
+from .protocol.codec import request_class
+from .settings import NodeSettings
+
+log = logging.getLogger(__name__)
+
+
+class CoordinatorLookupError(Exception):
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class MetadataSource(Protocol):
+    def view(self) -> ClusterView: ...
+
+    async def refresh(self) -> ClusterView: ...
+
+    async def create_topics(self, names: list[str]) -> dict[str, int]: ...
+
+    async def topic_configs(self, name: str) -> dict[str, str] | None: ...
+
+    async def find_coordinator(self, key: str, key_type: int) -> NodeEndpoint: ...
+
+    async def allocate_producer_ids(self) -> tuple[int, int]: ...
+
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
+
+
+class LocalMetadataSource:
+    def __init__(self, controller: Controller, settings: NodeSettings) -> None:
+        self.controller = controller
+        self.settings = settings
+
+    def view(self) -> ClusterView:
+        return self.controller.view()
+
+    async def refresh(self) -> ClusterView:
+        return self.controller.view()
+
+    async def create_topics(self, names: list[str]) -> dict[str, int]:
+        out = {}
+        for name in names:
+            code, _, _ = self.controller.create_topic(name, -1, -1, {})
+            out[name] = code
+        return out
+
+    async def topic_configs(self, name: str) -> dict[str, str] | None:
+        return self.controller.topic_configs(name)
+
+    async def find_coordinator(self, key: str, key_type: int) -> NodeEndpoint:
+        node = self.controller.coordinator_node()
+        if node is None:
+            raise CoordinatorLookupError(
+                ErrorCode.coordinator_not_available, "no coordinator node is registered"
+            )
+        return node
+
+    async def allocate_producer_ids(self) -> tuple[int, int]:
+        return self.controller.allocate_producer_ids()
+
+    async def start(self) -> None:
+        return None
+
+    async def stop(self) -> None:
+        return None
+
+
+def view_from_metadata(response: Any, epoch: int) -> ClusterView:
+    nodes = {b.node_id: NodeEndpoint(b.node_id, b.host, b.port) for b in response.brokers}
+    topics = {}
+    for t in response.topics:
+        if t.error_code != 0 or t.name is None:
+            continue
+        parts = sorted(t.partitions, key=lambda p: p.partition_index)
+        topics[t.name] = TopicMeta(
+            name=t.name,
+            topic_id=t.topic_id or uuid.UUID(int=0),
+            leaders=tuple(p.leader_id for p in parts),
+            replicas=tuple(p.replica_nodes[0] if p.replica_nodes else NO_LEADER for p in parts),
+        )
+    return ClusterView(
+        cluster_id=response.cluster_id or "",
+        controller_id=response.controller_id,
+        epoch=epoch,
+        nodes=nodes,
+        topics=topics,
+    )
+
+
+class RemoteMetadataSource:
+    """A node's link to a controller in another process."""
+
+    def __init__(
+        self,
+        *,
+        node_id: int,
+        roles: frozenset[str],
+        advertised_host: str,
+        advertised_port: int,
+        controller_host: str,
+        controller_port: int,
+        settings: NodeSettings,
+    ) -> None:
+        self.node_id = node_id
+        self.roles = roles
+        self.advertised_host = advertised_host
+        self.advertised_port = advertised_port
+        self.settings = settings
+        client_id = f"{NODE_CLIENT_PREFIX}{node_id}"
+        self.conn = PeerConnection(controller_host, controller_port, client_id=client_id)
+        # Heartbeats long-poll at the controller, so they get their own connection
+        # (a connection answers its requests in order).
+        self.heartbeat_conn = PeerConnection(controller_host, controller_port, client_id=client_id)
+        self._view = ClusterView(cluster_id="", controller_id=-1)
+        self._epoch = 0
+        self.broker_epoch = -1
+        self._configs: dict[str, dict[str, str]] = {}
+        self._tasks: list[asyncio.Task[None]] = []
+        self._registered = asyncio.Event()
+        self._refresh_lock = asyncio.Lock()
+
+    def view(self) -> ClusterView:
+        return self._view
+
+    async def refresh(self) -> ClusterView:
+        async with self._refresh_lock:
+            request = make(
+                request_class(3, 12),
+                topics=None,
+                allow_auto_topic_creation=False,
+                include_topic_authorized_operations=False,
+            )
+            response = await self.conn.request(request)
+            self._epoch += 1
+            self._view = view_from_metadata(response, self._epoch)
+            return self._view
+
+    async def _register(self) -> None:
+        view = await self.refresh()
+        request = make(
+            request_class(62, 0),
+            broker_id=self.node_id,
+            cluster_id=view.cluster_id,
+            incarnation_id=uuid.uuid4(),
+            listeners=[
+                {
+                    "name": "PLAINTEXT",
+                    "host": self.advertised_host,
+                    "port": self.advertised_port,
+                    "security_protocol": 0,
+                }
+            ],
+            features=[
+                {
+                    "name": f"txnchaos.role.{r}",
+                    "min_supported_version": 1,
+                    "max_supported_version": 1,
+                }
+                for r in sorted(self.roles)
+            ],
+            rack=None,
+        )
+        response = await self.conn.request(request)
+        if response.error_code != 0:
+            raise PeerUnavailable(f"registration refused: {ErrorCode(response.error_code).name}")
+        self.broker_epoch = response.broker_epoch
+        await self.refresh()
+        self._registered.set()
+
+    async def start(self) -> None:
+        """Register with the controller; retries until it answers."""
+        delay = 0.05
+        while True:
+            try:
+                await self._register()
+                break
+            except (PeerUnavailable, OSError) as exc:
+                log.info("controller not reachable yet (%s); retrying", exc)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 1.0)
+        self._tasks.append(asyncio.create_task(self._heartbeat_loop()))
+        self._tasks.append(asyncio.create_task(self._refresh_loop()))
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        await self.conn.close()
+        await self.heartbeat_conn.close()
+
+    async def _heartbeat_loop(self) -> None:
+        """Heartbeat continuously; the controller holds each heartbeat until the view
+        changes (or an interval passes), and a not-caught-up answer triggers a pull."""
+        interval = self.settings.get("broker.heartbeat.interval.ms") / 1000
+        while True:
+            try:
+                response = await self.heartbeat_conn.request(
+                    make(
+                        request_class(63, 0),
+                        broker_id=self.node_id,
+                        broker_epoch=self.broker_epoch,
+                        current_metadata_offset=self._epoch,
+                        want_fence=False,
+                        want_shut_down=False,
+                    ),
+                    timeout=max(interval * 4, 2.0),
+                )
+                if response.error_code == ErrorCode.stale_broker_epoch:
+                    log.info("controller forgot us (restarted?); registering again")
+                    await self._register()
+                elif not response.is_caught_up:
+                    await self.refresh()
+            except (PeerUnavailable, OSError) as exc:
+                log.info("heartbeat failed: %s", exc)
+                await asyncio.sleep(interval)
+
+    async def _refresh_loop(self) -> None:
+        interval = self.settings.get("metadata.refresh.interval.ms") / 1000
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                await self.refresh()
+            except (PeerUnavailable, OSError) as exc:
+                log.info("metadata refresh failed: %s", exc)
+
+    async def create_topics(self, names: list[str]) -> dict[str, int]:
+        request = make(
+            request_class(19, 7),
+            topics=[{"name": n, "num_partitions": -1, "replication_factor": -1} for n in names],
+            timeout=30_000,
+            validate_only=False,
+        )
+        response = await self.conn.request(request)
+        await self.refresh()
+        return {t.name: int(t.error_code) for t in response.topics}
+
+    async def topic_configs(self, name: str) -> dict[str, str] | None:
+        request = make(
+            request_class(32, 4),
+            resources=[{"resource_type": 2, "resource_name": name, "configuration_keys": None}],
+            include_synonyms=False,
+            include_documentation=False,
+        )
+        response = await self.conn.request(request)
+        result = response.results[0]
+        if result.error_code != 0:
+            return None
+        return {c.name: c.value for c in result.configs if c.config_source == 1 and c.value}
+
+    async def find_coordinator(self, key: str, key_type: int) -> NodeEndpoint:
+        request = make(request_class(10, 4), key_type=key_type, coordinator_keys=[key])
+        response = await self.conn.request(request)
+        c = response.coordinators[0]
+        if c.error_code != 0:
+            raise CoordinatorLookupError(c.error_code, c.error_message or "")
+        return NodeEndpoint(c.node_id, c.host, c.port)
+
+    async def allocate_producer_ids(self) -> tuple[int, int]:
+        request = make(request_class(67, 0), broker_id=self.node_id, broker_epoch=self.broker_epoch)
+        response = await self.conn.request(request)
+        if response.error_code != 0:
+            raise PeerUnavailable(
+                f"AllocateProducerIds failed: {ErrorCode(response.error_code).name}"
+            )
+        return response.producer_id_start, response.producer_id_len

@@ -1,0 +1,1 @@
+"""Node-to-node networking: the project's own asyncio Kafka-protocol client."""

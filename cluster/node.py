@@ -1,0 +1,223 @@
+"""One node process: a Kafka-protocol server hosting the broker role, the
+coordinator role, or both.
+
+Roles are separate components that register their APIs on the node's registry:
+
+* coordinator: the controller (cluster metadata) and the group coordinator;
+  transactions join it next.
+* broker: the partitions (storage, idempotent producer state) and Produce, Fetch,
+  ListOffsets, DeleteRecords, InitProducerId for idempotent producers.
+
+Every node answers ApiVersions, Metadata, DescribeCluster, DescribeConfigs and
+FindCoordinator. A node without the controller reaches it over TCP at an address
+from its configuration, and advertises itself at an address from its
+configuration, so the harness can put a proxy on every link.
+
+When the node serves, it writes ``node.json`` (its id, roles, pid and bound ports)
+into its data directory; launchers wait for that file.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import signal
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .broker.fetch_api import FetchApi
+from .broker.offsets_api import OffsetsApi
+from .broker.partition_manager import PartitionManager
+from .broker.produce_api import ProduceApi
+from .broker.producer_id_api import IdempotentInitProducerIdApi, ProducerIdBlocks
+from .cluster_info.describe_api import DescribeApis
+from .cluster_info.find_coordinator_api import FindCoordinatorApi
+from .cluster_info.metadata_api import MetadataApi
+from .controller.controller import Controller
+from .coordinator.groups import GroupConfig, GroupCoordinator
+from .metadata_source import LocalMetadataSource, MetadataSource, RemoteMetadataSource
+from .metrics import NodeMetrics, PartitionGauges
+from .server.dispatch import ApiRegistry
+from .server.server import KafkaServer, register_api_versions
+from .settings import NodeSettings
+
+log = logging.getLogger(__name__)
+
+ROLES = ("broker", "coordinator")
+
+
+@dataclass
+class NodeConfig:
+    node_id: int
+    roles: frozenset[str]
+    data_dir: Path
+    host: str = "127.0.0.1"
+    port: int = 0
+    advertised_host: str | None = None
+    advertised_port: int | None = None
+    controller: tuple[str, int] | None = None  # None: this node hosts the controller
+    metrics_host: str = "127.0.0.1"
+    metrics_port: int = 0
+    settings: NodeSettings = field(default_factory=NodeSettings)
+
+    def __post_init__(self) -> None:
+        unknown = set(self.roles) - set(ROLES)
+        if not self.roles or unknown:
+            raise ValueError(
+                f"roles must be a non-empty subset of {ROLES}, got {sorted(self.roles)}"
+            )
+        if self.controller is None and "coordinator" not in self.roles:
+            raise ValueError("a node without the coordinator role needs --controller HOST:PORT")
+
+
+class Node:
+    def __init__(self, config: NodeConfig) -> None:
+        self.config = config
+        self.registry = ApiRegistry()
+        self.metrics = NodeMetrics(config.node_id)
+        self.server = KafkaServer(
+            self.registry,
+            host=config.host,
+            port=config.port,
+            max_frame_bytes=config.settings.get("socket.request.max.bytes"),
+            observer=self.metrics.observe,
+        )
+        self.controller: Controller | None = None
+        self.source: MetadataSource | None = None
+        self.partitions: PartitionManager | None = None
+        self.groups: GroupCoordinator | None = None
+        self._stopped = asyncio.Event()
+
+    @property
+    def is_broker(self) -> bool:
+        return "broker" in self.config.roles
+
+    @property
+    def hosts_controller(self) -> bool:
+        return self.config.controller is None
+
+    async def start(self) -> None:
+        cfg = self.config
+        cfg.data_dir.mkdir(parents=True, exist_ok=True)
+        port = await self.server.bind()
+        advertised_host = cfg.advertised_host or cfg.host
+        advertised_port = cfg.advertised_port or port
+
+        if self.hosts_controller:
+            self.controller = Controller(cfg.data_dir / "controller", cfg.node_id, cfg.settings)
+            self.controller.register(self.registry)
+            self.controller.register_local_node(
+                cfg.node_id, advertised_host, advertised_port, cfg.roles
+            )
+            await self.controller.start()
+            self.source = LocalMetadataSource(self.controller, cfg.settings)
+        else:
+            assert cfg.controller is not None
+            self.source = RemoteMetadataSource(
+                node_id=cfg.node_id,
+                roles=cfg.roles,
+                advertised_host=advertised_host,
+                advertised_port=advertised_port,
+                controller_host=cfg.controller[0],
+                controller_port=cfg.controller[1],
+                settings=cfg.settings,
+            )
+        register_api_versions(self.registry, self.server)
+        MetadataApi(
+            self.source,
+            cfg.settings,
+            on_served=self.controller.note_metadata_pull if self.controller else None,
+        ).register(self.registry)
+        DescribeApis(self.source, cfg.settings, cfg.node_id).register(self.registry)
+        FindCoordinatorApi(self.source).register(self.registry)
+
+        if "coordinator" in cfg.roles:
+            source = self.source
+
+            def partition_count(topic: str) -> int | None:
+                meta = source.view().topic(topic)
+                return None if meta is None else meta.num_partitions
+
+            self.groups = GroupCoordinator(
+                cfg.data_dir / "groups",
+                num_partitions=cfg.settings.get("offsets.topic.num.partitions"),
+                topic_partition_count=partition_count,
+                config=GroupConfig(
+                    initial_rebalance_delay_ms=cfg.settings.get("group.initial.rebalance.delay.ms"),
+                    min_session_timeout_ms=cfg.settings.get("group.min.session.timeout.ms"),
+                    max_session_timeout_ms=cfg.settings.get("group.max.session.timeout.ms"),
+                ),
+            )
+            self.groups.register(self.registry)
+            await self.groups.start()
+
+        if self.is_broker:
+            self.partitions = PartitionManager(cfg.data_dir, cfg.node_id, self.source, cfg.settings)
+            ProduceApi(self.partitions).register(self.registry)
+            FetchApi(self.partitions).register(self.registry)
+            OffsetsApi(self.partitions).register(self.registry)
+            IdempotentInitProducerIdApi(ProducerIdBlocks(self.source)).register(self.registry)
+            manager = self.partitions
+            self.metrics.add_collector(PartitionGauges(lambda: list(manager.partitions.values())))
+
+        await self.source.start()
+        if self.partitions is not None:
+            await self.partitions.start()  # recovers every local partition before serving
+        await self.server.serve()
+        metrics_port = self.metrics.serve(cfg.metrics_host, cfg.metrics_port)
+        self._write_node_file(port, metrics_port, advertised_host, advertised_port)
+        log.info(
+            "node %d (%s) serving on %s:%d, metrics on %s:%d",
+            cfg.node_id,
+            ",".join(sorted(cfg.roles)),
+            cfg.host,
+            port,
+            cfg.metrics_host,
+            metrics_port,
+        )
+
+    def _write_node_file(
+        self, port: int, metrics_port: int, advertised_host: str, advertised_port: int
+    ) -> None:
+        doc = {
+            "id": self.config.node_id,
+            "roles": sorted(self.config.roles),
+            "pid": os.getpid(),
+            "host": self.config.host,
+            "port": port,
+            "advertised_host": advertised_host,
+            "advertised_port": advertised_port,
+            "metrics_port": metrics_port,
+        }
+        path = self.config.data_dir / "node.json"
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(doc))
+        os.replace(tmp, path)
+
+    async def stop(self) -> None:
+        log.info("node %d stopping", self.config.node_id)
+        (self.config.data_dir / "node.json").unlink(missing_ok=True)
+        await self.server.stop()
+        if self.partitions is not None:
+            await self.partitions.stop()
+        if self.groups is not None:
+            await self.groups.stop()
+        if self.source is not None:
+            await self.source.stop()
+        if self.controller is not None:
+            await self.controller.stop()
+        self.metrics.stop()
+
+    async def run_until_signalled(self) -> None:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, self._stopped.set)
+        await self.start()
+        await self._stopped.wait()
+        await self.stop()
+
+
+def run_node(config: NodeConfig) -> None:
+    asyncio.run(Node(config).run_until_signalled())

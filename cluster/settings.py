@@ -1,0 +1,116 @@
+"""Node configuration: Kafka's broker config names, our defaults, and parsing of
+``--set KEY=VALUE``. An unknown key or a badly typed value is a clear error at
+start-up, never a silently ignored setting."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class SettingSpec:
+    name: str
+    kind: type
+    default: Any
+    doc: str
+
+
+_SPECS: tuple[SettingSpec, ...] = (
+    SettingSpec("num.partitions", int, 1, "partitions of auto-created topics"),
+    SettingSpec("default.replication.factor", int, 1, "replicas of auto-created topics"),
+    SettingSpec("auto.create.topics.enable", bool, True, "create topics on first metadata use"),
+    SettingSpec("log.segment.bytes", int, 1 << 30, "segment size"),
+    SettingSpec("log.roll.ms", int, 7 * 24 * 3600 * 1000, "roll a segment after this age"),
+    SettingSpec("log.retention.ms", int, 7 * 24 * 3600 * 1000, "delete segments older (-1: never)"),
+    SettingSpec("log.retention.bytes", int, -1, "partition size limit (-1: none)"),
+    SettingSpec("log.retention.check.interval.ms", int, 300_000, "how often retention runs"),
+    SettingSpec("message.max.bytes", int, 1_048_588, "largest record batch accepted"),
+    SettingSpec("min.insync.replicas", int, 1, "accepted for compatibility; one replica"),
+    SettingSpec("socket.request.max.bytes", int, 104_857_600, "largest request frame"),
+    SettingSpec("producer.id.expiration.ms", int, 86_400_000, "idle producer state expiry"),
+    SettingSpec("group.initial.rebalance.delay.ms", int, 100, "delay before the first rebalance"),
+    SettingSpec("group.min.session.timeout.ms", int, 100, "smallest session timeout"),
+    SettingSpec("group.max.session.timeout.ms", int, 1_800_000, "largest session timeout"),
+    SettingSpec("offsets.topic.num.partitions", int, 50, "internal group partitions"),
+    SettingSpec("broker.session.timeout.ms", int, 9_000, "controller fences a silent broker"),
+    SettingSpec("broker.heartbeat.interval.ms", int, 500, "broker heartbeat period"),
+    SettingSpec("metadata.refresh.interval.ms", int, 500, "broker metadata pull period"),
+    SettingSpec("transaction.max.timeout.ms", int, 900_000, "largest transaction timeout"),
+    SettingSpec("transactional.id.expiration.ms", int, 604_800_000, "idle transactional id expiry"),
+    SettingSpec(
+        "transaction.abort.timed.out.transaction.cleanup.interval.ms",
+        int,
+        10_000,
+        "how often timed-out transactions are aborted",
+    ),
+    SettingSpec(
+        "transaction.partition.verification.enable", bool, True, "KIP-890 part 1 verification"
+    ),
+    SettingSpec("transaction.two.phase.commit.enable", bool, False, "KIP-939 2PC"),
+)
+
+SPECS: dict[str, SettingSpec] = {s.name: s for s in _SPECS}
+
+
+class SettingsError(ValueError):
+    pass
+
+
+def _parse(spec: SettingSpec, raw: str) -> Any:
+    if spec.kind is bool:
+        lowered = raw.strip().lower()
+        if lowered in ("true", "1", "yes"):
+            return True
+        if lowered in ("false", "0", "no"):
+            return False
+        raise SettingsError(f"{spec.name}: expected true or false, got {raw!r}")
+    if spec.kind is int:
+        try:
+            return int(raw)
+        except ValueError:
+            raise SettingsError(f"{spec.name}: expected an integer, got {raw!r}") from None
+    return raw
+
+
+class NodeSettings:
+    """Effective broker settings: defaults overlaid with ``--set`` values."""
+
+    def __init__(self, overrides: dict[str, Any] | None = None) -> None:
+        self._values = {name: spec.default for name, spec in SPECS.items()}
+        for name, value in (overrides or {}).items():
+            spec = SPECS.get(name)
+            if spec is None:
+                raise SettingsError(
+                    f"unknown setting {name!r}; known settings: {', '.join(sorted(SPECS))}"
+                )
+            self._values[name] = _parse(spec, value) if isinstance(value, str) else value
+
+    @classmethod
+    def from_pairs(cls, pairs: list[str] | tuple[str, ...]) -> NodeSettings:
+        overrides: dict[str, str] = {}
+        for pair in pairs:
+            key, sep, value = pair.partition("=")
+            if not sep or not key:
+                raise SettingsError(f"--set expects KEY=VALUE, got {pair!r}")
+            overrides[key.strip()] = value.strip()
+        return cls(overrides)
+
+    def get(self, name: str) -> Any:
+        return self._values[name]
+
+    def items(self) -> list[tuple[str, Any]]:
+        return sorted(self._values.items())
+
+    def overrides_as_pairs(self) -> list[str]:
+        return [
+            f"{name}={_render(value)}"
+            for name, value in self.items()
+            if value != SPECS[name].default
+        ]
+
+
+def _render(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)

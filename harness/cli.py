@@ -1,0 +1,244 @@
+"""The ``txnchaos`` command line."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from pathlib import Path
+
+import click
+
+from ..cluster.settings import NodeSettings, SettingsError
+from .launch.local import LaunchError, LocalCluster
+
+
+def _address(value: str) -> tuple[str, int]:
+    host, sep, port = value.rpartition(":")
+    if not sep or not host or not port.isdigit():
+        raise click.BadParameter(f"expected HOST:PORT, got {value!r}")
+    return host, int(port)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def main() -> None:
+    """txnchaos: chaos testing for transactional (exactly-once) Kafka messaging.
+
+    It runs its own Kafka-protocol cluster (`cluster`, `node`), drives workloads
+    through faults, and judges the outcome.
+    """
+
+
+# ---- txnchaos node -------------------------------------------------------------------
+@main.command()
+@click.option("--id", "node_id", type=int, required=True, help="Node id (unique in the cluster).")
+@click.option(
+    "--roles",
+    default="broker,coordinator",
+    show_default=True,
+    help="Comma-separated roles: broker, coordinator.",
+)
+@click.option("--data-dir", type=click.Path(path_type=Path), required=True, help="Node data.")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
+@click.option("--port", type=int, default=0, show_default=True, help="Port (0: pick a free one).")
+@click.option("--advertised-host", default=None, help="Host clients are told (default: --host).")
+@click.option("--advertised-port", type=int, default=None, help="Port clients are told.")
+@click.option(
+    "--controller",
+    default=None,
+    help="HOST:PORT of the node hosting the controller; omit on that node itself.",
+)
+@click.option("--metrics-host", default="127.0.0.1", show_default=True)
+@click.option("--metrics-port", type=int, default=0, show_default=True, help="0: pick a free one.")
+@click.option("--set", "settings", multiple=True, metavar="KEY=VALUE", help="Broker setting.")
+@click.option("--log-level", default="INFO", show_default=True)
+def node(
+    node_id: int,
+    roles: str,
+    data_dir: Path,
+    host: str,
+    port: int,
+    advertised_host: str | None,
+    advertised_port: int | None,
+    controller: str | None,
+    metrics_host: str,
+    metrics_port: int,
+    settings: tuple[str, ...],
+    log_level: str,
+) -> None:
+    """Run one node in the foreground (what `cluster up` and the Docker image run).
+
+    The node writes DATA_DIR/node.json with its pid and ports once it serves, and
+    stops cleanly on SIGTERM or Ctrl-C.
+    """
+    from ..cluster.node import NodeConfig, run_node
+
+    logging.basicConfig(
+        level=log_level.upper(),
+        format=f"%(asctime)s node-{node_id} %(levelname)s %(name)s: %(message)s",
+    )
+    try:
+        config = NodeConfig(
+            node_id=node_id,
+            roles=frozenset(r.strip() for r in roles.split(",") if r.strip()),
+            data_dir=data_dir,
+            host=host,
+            port=port,
+            advertised_host=advertised_host,
+            advertised_port=advertised_port,
+            controller=_address(controller) if controller else None,
+            metrics_host=metrics_host,
+            metrics_port=metrics_port,
+            settings=NodeSettings.from_pairs(list(settings)),
+        )
+    except (SettingsError, ValueError) as exc:
+        raise click.UsageError(str(exc)) from exc
+    run_node(config)
+
+
+# ---- txnchaos cluster ----------------------------------------------------------------
+@main.group()
+def cluster() -> None:
+    """Start, stop, kill and restart a local cluster of txnchaos nodes."""
+
+
+@cluster.command("up")
+@click.option("--brokers", type=int, default=1, show_default=True)
+@click.option(
+    "--coordinators",
+    type=int,
+    default=0,
+    show_default=True,
+    help="Coordinator nodes (0: the coordinator role runs inside broker 1).",
+)
+@click.option("--data-dir", type=click.Path(path_type=Path), required=True)
+@click.option("--set", "settings", multiple=True, metavar="KEY=VALUE", help="Broker setting.")
+@click.option("--detach", is_flag=True, help="Return once every node serves.")
+@click.option(
+    "--state",
+    "state_file",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Write the cluster state (bootstrap, nodes, pids, ports) here as JSON.",
+)
+def cluster_up(
+    brokers: int,
+    coordinators: int,
+    data_dir: Path,
+    settings: tuple[str, ...],
+    detach: bool,
+    state_file: Path | None,
+) -> None:
+    """Start the nodes as local processes on 127.0.0.1 with ports they pick.
+
+    Running it again on an existing DATA_DIR restarts that cluster with its data.
+    Without --detach it stays in the foreground and stops the cluster on Ctrl-C.
+    """
+    try:
+        NodeSettings.from_pairs(list(settings))
+        local = LocalCluster.prepare(data_dir, brokers, coordinators, list(settings))
+        local.up()
+    except (LaunchError, SettingsError) as exc:
+        raise click.ClickException(str(exc)) from exc
+    if state_file is not None:
+        local.write_state(state_file)
+    state = local.state()
+    click.echo(f"cluster up: bootstrap {state['bootstrap']}")
+    for n in state["nodes"]:
+        click.echo(
+            f"  node {n['id']:>5} {n['role']:<20} pid {n['pid']:<8} "
+            f"port {n['port']:<6} metrics {n['metrics_port']}"
+        )
+    if detach:
+        return
+    click.echo("running; Ctrl-C stops the cluster")
+    try:
+        import signal
+
+        signal.sigwait({signal.SIGINT, signal.SIGTERM})
+    finally:
+        local.down()
+        if state_file is not None:
+            local.write_state(state_file)
+        click.echo("cluster stopped")
+
+
+def _load(state_file: Path) -> LocalCluster:
+    try:
+        return LocalCluster.from_state(state_file)
+    except LaunchError as exc:
+        raise click.ClickException(str(exc)) from exc
+
+
+@cluster.command("down")
+@click.option("--state", "state_file", type=click.Path(path_type=Path), required=True)
+def cluster_down(state_file: Path) -> None:
+    """Stop every node (SIGTERM, then SIGKILL after a grace period)."""
+    local = _load(state_file)
+    local.down()
+    local.write_state(state_file)
+    click.echo("cluster stopped")
+
+
+@cluster.command("kill")
+@click.option("--state", "state_file", type=click.Path(path_type=Path), required=True)
+@click.argument("node_id", type=int)
+def cluster_kill(state_file: Path, node_id: int) -> None:
+    """SIGKILL one node (no clean shutdown)."""
+    local = _load(state_file)
+    try:
+        local.kill_node(node_id)
+    except LaunchError as exc:
+        raise click.ClickException(str(exc)) from exc
+    local.write_state(state_file)
+    click.echo(f"node {node_id} killed")
+
+
+@cluster.command("restart")
+@click.option("--state", "state_file", type=click.Path(path_type=Path), required=True)
+@click.argument("node_id", type=int)
+def cluster_restart(state_file: Path, node_id: int) -> None:
+    """Restart one node with the same ports and data."""
+    local = _load(state_file)
+    try:
+        local.restart_node(node_id)
+    except LaunchError as exc:
+        raise click.ClickException(str(exc)) from exc
+    local.write_state(state_file)
+    click.echo(f"node {node_id} restarted")
+
+
+@cluster.command("status")
+@click.option("--state", "state_file", type=click.Path(path_type=Path), required=True)
+def cluster_status(state_file: Path) -> None:
+    """Print the state file, with whether each node's process is alive."""
+    from .launch.local import is_our_node
+
+    local = _load(state_file)
+    state = local.state()
+    for n in state["nodes"]:
+        n["alive"] = bool(n["pid"]) and is_our_node(n["pid"], n["id"])
+    click.echo(json.dumps(state, indent=2))
+
+
+# ---- txnchaos demo -------------------------------------------------------------------
+@main.command()
+@click.option("--brokers", type=int, default=2, show_default=True)
+@click.option("--records", type=int, default=20_000, show_default=True)
+@click.option("--partitions", type=int, default=3, show_default=True)
+@click.option(
+    "--data-dir",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Cluster data (default: a fresh temporary directory, removed afterwards).",
+)
+def demo(brokers: int, records: int, partitions: int, data_dir: Path | None) -> None:
+    """Start a local cluster, produce and consume a smoke workload, print a summary,
+    stop the cluster."""
+    from .smoke import run_smoke
+
+    sys.exit(run_smoke(brokers=brokers, records=records, partitions=partitions, data_dir=data_dir))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""The nemesis: faults applied to links, processes and clients."""

@@ -1,0 +1,46 @@
+"""Shared fixtures: real node processes started with the local launcher."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from txnchaos.harness.launch.local import LocalCluster
+
+
+def start_cluster(
+    root: Path, brokers: int = 1, coordinators: int = 0, settings: list[str] | None = None
+) -> LocalCluster:
+    cluster = LocalCluster.prepare(root, brokers, coordinators, settings or [])
+    cluster.up()
+    return cluster
+
+
+@pytest.fixture(scope="session")
+def shared_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    """One two-broker cluster for tests that only need a working cluster and use their
+    own topics."""
+    cluster = start_cluster(tmp_path_factory.mktemp("shared-cluster"), brokers=2)
+    yield cluster
+    cluster.down()
+
+
+@pytest.fixture(scope="session")
+def bootstrap(shared_cluster: LocalCluster) -> str:
+    return shared_cluster.state()["bootstrap"]
+
+
+@pytest.fixture
+def topic_name() -> str:
+    return f"t-{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture
+def fresh_cluster(tmp_path: Path) -> Iterator[LocalCluster]:
+    """A private single-broker cluster, for tests that kill or restart nodes."""
+    cluster = start_cluster(tmp_path / "cluster", brokers=1)
+    yield cluster
+    cluster.down()

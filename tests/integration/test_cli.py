@@ -1,0 +1,119 @@
+"""The command-line contract: cluster up/kill/restart/down with the state file."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from confluent_kafka.admin import AdminClient
+
+pytestmark = pytest.mark.integration
+
+
+def txnchaos(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "txnchaos.harness.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def test_cluster_lifecycle_through_the_cli(tmp_path: Path) -> None:
+    data, state_file = tmp_path / "data", tmp_path / "state.json"
+    up = txnchaos(
+        "cluster",
+        "up",
+        "--brokers",
+        "2",
+        "--data-dir",
+        str(data),
+        "--set",
+        "num.partitions=3",
+        "--detach",
+        "--state",
+        str(state_file),
+    )
+    assert up.returncode == 0, up.stderr
+    state = json.loads(state_file.read_text())
+    try:
+        assert state["data_dir"] == str(data.resolve())
+        assert [n["id"] for n in state["nodes"]] == [1, 2]
+        assert state["nodes"][0]["role"] == "broker+coordinator"
+        for n in state["nodes"]:
+            assert n["host"] == "127.0.0.1" and n["port"] > 0 and n["metrics_port"] > 0
+            assert alive(n["pid"])
+        assert state["bootstrap"] == ",".join(f"127.0.0.1:{n['port']}" for n in state["nodes"])
+        admin = AdminClient({"bootstrap.servers": state["bootstrap"]})
+        assert len(admin.list_topics(timeout=10).brokers) == 2
+
+        killed = txnchaos("cluster", "kill", "--state", str(state_file), "2")
+        assert killed.returncode == 0, killed.stderr
+        after_kill = json.loads(state_file.read_text())
+        assert after_kill["nodes"][1]["pid"] is None
+        assert not alive(state["nodes"][1]["pid"])
+
+        restarted = txnchaos("cluster", "restart", "--state", str(state_file), "2")
+        assert restarted.returncode == 0, restarted.stderr
+        after_restart = json.loads(state_file.read_text())
+        node2 = after_restart["nodes"][1]
+        assert alive(node2["pid"]) and node2["port"] == state["nodes"][1]["port"]
+    finally:
+        down = txnchaos("cluster", "down", "--state", str(state_file))
+    assert down.returncode == 0, down.stderr
+    for n in json.loads(state_file.read_text())["nodes"]:
+        assert n["pid"] is None
+    for n in state["nodes"]:
+        assert not alive(n["pid"])
+
+    # `cluster up` on the same data dir restarts the same cluster (same ports if free).
+    again = txnchaos(
+        "cluster",
+        "up",
+        "--brokers",
+        "2",
+        "--data-dir",
+        str(data),
+        "--detach",
+        "--state",
+        str(state_file),
+    )
+    assert again.returncode == 0, again.stderr
+    try:
+        state2 = json.loads(state_file.read_text())
+        assert [n["id"] for n in state2["nodes"]] == [1, 2]
+    finally:
+        txnchaos("cluster", "down", "--state", str(state_file))
+
+
+def test_bad_arguments_get_clear_errors(tmp_path: Path) -> None:
+    bad = txnchaos(
+        "cluster",
+        "up",
+        "--brokers",
+        "1",
+        "--data-dir",
+        str(tmp_path),
+        "--set",
+        "no.such.setting=1",
+        "--detach",
+    )
+    assert bad.returncode != 0
+    assert "unknown setting 'no.such.setting'" in bad.stderr
+    bad = txnchaos("cluster", "up", "--brokers", "0", "--data-dir", str(tmp_path / "x"), "--detach")
+    assert bad.returncode != 0 and "--brokers must be at least 1" in bad.stderr
+    missing = txnchaos("cluster", "down", "--state", str(tmp_path / "nope.json"))
+    assert missing.returncode != 0 and "cannot read state file" in missing.stderr
