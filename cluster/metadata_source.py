@@ -27,12 +27,6 @@ from .settings import NodeSettings
 log = logging.getLogger(__name__)
 
 
-class CoordinatorLookupError(Exception):
-    def __init__(self, code: int, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-
-
 class MetadataSource(Protocol):
     def view(self) -> ClusterView: ...
 
@@ -41,8 +35,6 @@ class MetadataSource(Protocol):
     async def create_topics(self, names: list[str]) -> dict[str, int]: ...
 
     async def topic_configs(self, name: str) -> dict[str, str] | None: ...
-
-    async def find_coordinator(self, key: str, key_type: int) -> NodeEndpoint: ...
 
     async def allocate_producer_ids(self) -> tuple[int, int]: ...
 
@@ -71,14 +63,6 @@ class LocalMetadataSource:
 
     async def topic_configs(self, name: str) -> dict[str, str] | None:
         return self.controller.topic_configs(name)
-
-    async def find_coordinator(self, key: str, key_type: int) -> NodeEndpoint:
-        node = self.controller.coordinator_node()
-        if node is None:
-            raise CoordinatorLookupError(
-                ErrorCode.coordinator_not_available, "no coordinator node is registered"
-            )
-        return node
 
     async def allocate_producer_ids(self) -> tuple[int, int]:
         return self.controller.allocate_producer_ids()
@@ -270,14 +254,6 @@ class RemoteMetadataSource:
         if result.error_code != 0:
             return None
         return {c.name: c.value for c in result.configs if c.config_source == 1 and c.value}
-
-    async def find_coordinator(self, key: str, key_type: int) -> NodeEndpoint:
-        request = make(request_class(10, 4), key_type=key_type, coordinator_keys=[key])
-        response = await self.conn.request(request)
-        c = response.coordinators[0]
-        if c.error_code != 0:
-            raise CoordinatorLookupError(c.error_code, c.error_message or "")
-        return NodeEndpoint(c.node_id, c.host, c.port)
 
     async def allocate_producer_ids(self) -> tuple[int, int]:
         request = make(request_class(67, 0), broker_id=self.node_id, broker_epoch=self.broker_epoch)

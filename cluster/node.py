@@ -37,6 +37,7 @@ from .cluster_info.find_coordinator_api import FindCoordinatorApi
 from .cluster_info.metadata_api import MetadataApi
 from .controller.controller import Controller
 from .coordinator.groups import GroupConfig, GroupCoordinator
+from .coordinator.placement import KEY_TYPE_GROUP, CoordinatorPlacement
 from .metadata_source import LocalMetadataSource, MetadataSource, RemoteMetadataSource
 from .metrics import NodeMetrics, PartitionGauges
 from .server.dispatch import ApiRegistry
@@ -61,6 +62,12 @@ class NodeConfig:
     metrics_host: str = "127.0.0.1"
     metrics_port: int = 0
     settings: NodeSettings = field(default_factory=NodeSettings)
+    # The coordinator nodes of the cluster (the same list on every node); None: the
+    # node hosting the controller is the only coordinator.
+    coordinator_ids: tuple[int, ...] | None = None
+    # node id -> (host, port) to use for that peer instead of its advertised address
+    # (the harness points these at its fault proxies).
+    peers: dict[int, tuple[str, int]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         unknown = set(self.roles) - set(ROLES)
@@ -89,6 +96,31 @@ class Node:
         self.partitions: PartitionManager | None = None
         self.groups: GroupCoordinator | None = None
         self._stopped = asyncio.Event()
+
+    def placement(self) -> CoordinatorPlacement:
+        """Where groups and transactional ids live (fixed by configuration)."""
+        settings = self.config.settings
+        ids = self.config.coordinator_ids
+        if not ids:
+            assert self.source is not None
+            ids = (
+                (self.config.node_id,)
+                if self.hosts_controller
+                else (self.source.view().controller_id,)
+            )
+        return CoordinatorPlacement(
+            ids,
+            group_partitions=settings.get("offsets.topic.num.partitions"),
+            transaction_partitions=settings.get("transaction.state.log.num.partitions"),
+        )
+
+    def node_address(self, node_id: int) -> tuple[str, int] | None:
+        """How this node reaches a peer: a configured override, else its advertised address."""
+        if node_id in self.config.peers:
+            return self.config.peers[node_id]
+        assert self.source is not None
+        node = self.source.view().nodes.get(node_id)
+        return None if node is None else (node.host, node.port)
 
     @property
     def is_broker(self) -> bool:
@@ -131,7 +163,7 @@ class Node:
             on_served=self.controller.note_metadata_pull if self.controller else None,
         ).register(self.registry)
         DescribeApis(self.source, cfg.settings, cfg.node_id).register(self.registry)
-        FindCoordinatorApi(self.source).register(self.registry)
+        FindCoordinatorApi(self.source, self.placement).register(self.registry)
 
         if "coordinator" in cfg.roles:
             source = self.source
@@ -151,7 +183,7 @@ class Node:
                 ),
             )
             self.groups.register(self.registry)
-            await self.groups.start()
+            await self.groups.start(self.placement().owned_partitions(cfg.node_id, KEY_TYPE_GROUP))
 
         if self.is_broker:
             self.partitions = PartitionManager(cfg.data_dir, cfg.node_id, self.source, cfg.settings)

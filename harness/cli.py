@@ -20,6 +20,20 @@ def _address(value: str) -> tuple[str, int]:
     return host, int(port)
 
 
+def _ids(value: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(v) for v in value.split(",") if v.strip())
+    except ValueError:
+        raise click.BadParameter(f"expected comma-separated node ids, got {value!r}") from None
+
+
+def _peer(value: str) -> tuple[int, tuple[str, int]]:
+    node, sep, address = value.partition("=")
+    if not sep or not node.strip().isdigit():
+        raise click.BadParameter(f"expected ID=HOST:PORT, got {value!r}")
+    return int(node), _address(address)
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 def main() -> None:
     """txnchaos: chaos testing for transactional (exactly-once) Kafka messaging.
@@ -51,6 +65,18 @@ def main() -> None:
 @click.option("--metrics-host", default="127.0.0.1", show_default=True)
 @click.option("--metrics-port", type=int, default=0, show_default=True, help="0: pick a free one.")
 @click.option("--set", "settings", multiple=True, metavar="KEY=VALUE", help="Broker setting.")
+@click.option(
+    "--coordinator-ids",
+    default=None,
+    help="Comma-separated ids of the cluster's coordinator nodes (same on every node).",
+)
+@click.option(
+    "--peer",
+    "peers",
+    multiple=True,
+    metavar="ID=HOST:PORT",
+    help="Reach node ID at HOST:PORT instead of its advertised address (e.g. a proxy).",
+)
 @click.option("--log-level", default="INFO", show_default=True)
 def node(
     node_id: int,
@@ -64,6 +90,8 @@ def node(
     metrics_host: str,
     metrics_port: int,
     settings: tuple[str, ...],
+    coordinator_ids: str | None,
+    peers: tuple[str, ...],
     log_level: str,
 ) -> None:
     """Run one node in the foreground (what `cluster up` and the Docker image run).
@@ -90,6 +118,8 @@ def node(
             metrics_host=metrics_host,
             metrics_port=metrics_port,
             settings=NodeSettings.from_pairs(list(settings)),
+            coordinator_ids=_ids(coordinator_ids) if coordinator_ids else None,
+            peers=dict(_peer(p) for p in peers),
         )
     except (SettingsError, ValueError) as exc:
         raise click.UsageError(str(exc)) from exc

@@ -3,6 +3,15 @@
 Single-replica semantics: the high watermark is the log end offset. The last stable
 offset is the first offset of the oldest open transaction (never below the log start
 offset), else the high watermark.
+
+Transactions (seed 002): a transactional data batch opens its producer's transaction
+at its first offset; a marker written by ``write_txn_marker`` closes it. An abort is
+also recorded in the aborted-transaction index of the segment that holds the marker,
+with the LSO the partition has once the transaction is complete, and a read_committed
+fetch returns the aborted transactions overlapping the fetched range. On open, the
+producer state is loaded from the newest snapshot (which carries the first offset of
+every open transaction) and the log after it is replayed, which also restores index
+entries a crash kept from being written.
 """
 
 from __future__ import annotations
@@ -14,7 +23,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..protocol.record_batch import (
+    BatchHeader,
     CorruptBatch,
+    build_control_batch,
+    iter_batches,
     parse_control_record,
     set_base_offset,
     set_partition_leader_epoch,
@@ -23,6 +35,8 @@ from ..storage.checkpoint import write_atomic
 from ..storage.config import LogConfig
 from ..storage.errors import OffsetOutOfRange
 from ..storage.log import PartitionLog
+from ..storage.segment import LogSegment
+from ..storage.txn_index import AbortedTxn
 from .batch_validation import (
     CORRUPT_MESSAGE,
     MESSAGE_TOO_LARGE,
@@ -44,6 +58,15 @@ PARTITION_METADATA_FILE = "partition.metadata"
 
 # Kafka answers these with no log start offset in the Produce response.
 _NO_LOG_START_ERRORS = frozenset({CORRUPT_MESSAGE, MESSAGE_TOO_LARGE, RECORD_LIST_TOO_LARGE})
+
+
+def _next_offset(records: bytes) -> int:
+    """The offset after the last batch of ``records`` (whole batches)."""
+    last = None
+    for _, header in iter_batches(records):
+        last = header
+    assert last is not None
+    return last.next_offset
 
 
 class TopicIdMismatch(Exception):
@@ -127,6 +150,7 @@ class Partition:
         self.producer_state = ProducerStateManager(
             self.directory, producer_id_expiration_ms, strict_unknown_producer
         )
+        self.index_entries_restored = 0  # aborted-index entries the last load re-created
         self._load_producer_state()
         self.log.on_roll = self._on_roll
 
@@ -141,25 +165,50 @@ class Partition:
         """Newest snapshot <= log end, then replay the batch headers after it."""
         end = self.log.log_end_offset
         start = self.producer_state.load_snapshot(end)
+        self.index_entries_restored = 0
         for seg, pos, header in self.log.scan(start or 0):
             if header.is_control:
                 try:
                     commit, coordinator_epoch = parse_control_record(seg.read_at(pos, header.size))
                 except CorruptBatch:
                     continue  # not a transaction marker (e.g. leader change)
-                self.producer_state.complete_txn(
-                    header.producer_id,
-                    header.producer_epoch,
-                    commit,
-                    coordinator_epoch,
-                    header.base_offset,
-                    header.max_timestamp,
+                self._apply_marker(
+                    seg, header, commit, coordinator_epoch, header.max_timestamp, replay=True
                 )
             else:
                 self.producer_state.append_data_batch(
                     header, header.base_offset, header.last_offset
                 )
         self.producer_state.map_end_offset = end
+
+    def _apply_marker(
+        self,
+        seg: LogSegment,
+        header: BatchHeader,
+        commit: bool,
+        coordinator_epoch: int,
+        timestamp: int,
+        *,
+        replay: bool,
+    ) -> None:
+        """Complete the producer's transaction for a marker in ``seg``; index an abort.
+
+        On replay the entry is only added if the index does not have it yet (it is
+        missing when the process died between the marker append and the index append).
+        """
+        pid, offset = header.producer_id, header.base_offset
+        lso = self.producer_state.last_stable_offset_after(pid, offset)
+        done = self.producer_state.complete_txn(
+            pid, header.producer_epoch, commit, coordinator_epoch, offset, timestamp
+        )
+        if done is None or not done.is_aborted:
+            return
+        last = seg.txn_index.last_offset
+        if replay and last is not None and last >= offset:
+            return
+        seg.txn_index.append(AbortedTxn(pid, done.first_offset, offset, lso))
+        if replay:
+            self.index_entries_restored += 1
 
     # -- metrics / offsets -------------------------------------------------------
     @property
@@ -189,6 +238,69 @@ class Partition:
     @property
     def producer_count(self) -> int:
         return self.producer_state.producer_count
+
+    @property
+    def open_transaction_count(self) -> int:
+        return self.producer_state.open_transaction_count
+
+    @property
+    def oldest_open_transaction_start_ms(self) -> int:
+        """Max timestamp of the batch that opened the oldest open transaction; -1 if none."""
+        entry = self.producer_state.oldest_open_transaction()
+        return -1 if entry is None else entry.current_txn_start_timestamp
+
+    @property
+    def oldest_open_transaction_last_timestamp_ms(self) -> int:
+        """Last timestamp of the producer of the oldest open transaction; -1 if none.
+
+        Kafka's hasLateTransaction uses this one: late when
+        now - it > transaction.max.timeout.ms + 5 min.
+        """
+        entry = self.producer_state.oldest_open_transaction()
+        return -1 if entry is None else entry.last_timestamp
+
+    # -- WriteTxnMarkers -----------------------------------------------------------
+    def write_txn_marker(
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        coordinator_epoch: int,
+        commit: bool,
+        transaction_version: int = 0,
+    ) -> int:
+        """Validate and append a COMMIT/ABORT marker for ``producer_id``; error code.
+
+        The marker is written even if the producer has no open transaction here (as
+        Kafka does); it then completes nothing and leaves the LSO as it is.
+        """
+        verdict = self.producer_state.validate_marker(
+            producer_id, producer_epoch, coordinator_epoch, transaction_version
+        )
+        if verdict.error_code != NONE:
+            return verdict.error_code
+        base = self.log.log_end_offset
+        now_ms = int(self._clock() * 1000)
+        marker = build_control_batch(
+            producer_id,
+            producer_epoch,
+            coordinator_epoch,
+            commit,
+            now_ms,
+            base_offset=base,
+            partition_leader_epoch=self.leader_epoch,
+        )
+        try:
+            written = self.log.append(marker, base)
+        except OSError:
+            return KAFKA_STORAGE_ERROR
+        seg = self.log.segment_for(written.base_offset)
+        try:
+            self._apply_marker(seg, written, commit, coordinator_epoch, now_ms, replay=False)
+        except OSError:
+            # The marker is in the log; the entry is restored by the replay on the
+            # next open. Producer state was completed before the index append failed.
+            return KAFKA_STORAGE_ERROR
+        return NONE
 
     # -- Produce -----------------------------------------------------------------
     def append_records(self, records: bytes | bytearray | memoryview) -> AppendResult:
@@ -237,14 +349,23 @@ class Partition:
         """Whole batches from the one containing ``fetch_offset`` (bounded by the LSO
         under read_committed). Out of range: error 1 with -1 offsets, as Kafka."""
         lso = self.last_stable_offset
-        max_offset = lso if isolation_level == READ_COMMITTED else None
+        committed = isolation_level == READ_COMMITTED
         try:
-            records = self.log.read(fetch_offset, max_bytes, min_one_batch, max_offset)
+            records = self.log.read(
+                fetch_offset, max_bytes, min_one_batch, lso if committed else None
+            )
+            aborted: list[tuple[int, int]] = []
+            if committed and records:
+                upper = _next_offset(records)
+                aborted = [
+                    (e.producer_id, e.first_offset)
+                    for e in self.log.collect_aborted_transactions(fetch_offset, upper)
+                ]
         except OffsetOutOfRange:
             return ReadResult(OFFSET_OUT_OF_RANGE)
         except OSError:
             return ReadResult(KAFKA_STORAGE_ERROR)
-        return ReadResult(NONE, records, self.high_watermark, lso, self.log_start_offset, [])
+        return ReadResult(NONE, records, self.high_watermark, lso, self.log_start_offset, aborted)
 
     # -- ListOffsets -------------------------------------------------------------
     def list_offset(

@@ -19,6 +19,19 @@ Validation of a batch from a client follows Kafka's ProducerAppendInfo:
 * a non-transactional batch while the producer has an open transaction:
   INVALID_TXN_STATE.
 
+Transaction markers (``validate_marker``) follow ProducerAppendInfo.appendEndTxnMarker:
+
+* TV0/TV1 markers carry the transaction's epoch: a marker epoch below the current
+  epoch is INVALID_PRODUCER_EPOCH;
+* TV2 coordinators bump the epoch before writing the marker, so the marker epoch must
+  be above the current one, except for the retry of a marker already written (same
+  epoch, no open transaction), which is accepted and written again;
+* a coordinator epoch below the one of the last marker for the producer is
+  TRANSACTION_COORDINATOR_FENCED (a zombie coordinator).
+
+A marker for a producer with no open transaction (or no state at all) is still
+written; it completes nothing.
+
 State survives the removal of the producer's records from the log (KIP-360) and is
 dropped only by ``remove_expired`` (producer.id.expiration.ms after its last
 timestamp, never while a transaction is open).
@@ -42,6 +55,7 @@ NONE = 0
 OUT_OF_ORDER_SEQUENCE_NUMBER = 45
 INVALID_PRODUCER_EPOCH = 47
 INVALID_TXN_STATE = 48
+TRANSACTION_COORDINATOR_FENCED = 52
 UNKNOWN_PRODUCER_ID = 59
 
 NUM_BATCHES_TO_RETAIN = 5
@@ -74,6 +88,8 @@ class ProducerStateEntry:
     last_timestamp: int = -1
     coordinator_epoch: int = -1
     current_txn_first_offset: int | None = None
+    # max timestamp of the batch that opened the current transaction (-1: none)
+    current_txn_start_timestamp: int = -1
 
     @property
     def last_seq(self) -> int:
@@ -108,6 +124,7 @@ class ProducerStateEntry:
             "ts": self.last_timestamp,
             "coord": self.coordinator_epoch,
             "txn": self.current_txn_first_offset,
+            "txn_ts": self.current_txn_start_timestamp,
         }
 
     @classmethod
@@ -118,6 +135,7 @@ class ProducerStateEntry:
             last_timestamp=int(d["ts"]),
             coordinator_epoch=int(d["coord"]),
             current_txn_first_offset=None if d["txn"] is None else int(d["txn"]),
+            current_txn_start_timestamp=int(d.get("txn_ts", -1)),
         )
         for b in d["batches"]:
             entry.batches.append(BatchMetadata(*(int(x) for x in b)))
@@ -175,7 +193,26 @@ class ProducerStateManager:
 
     @property
     def ongoing_transactions(self) -> dict[int, int]:
+        """Producer id -> first offset of its open transaction."""
         return dict(self._ongoing)
+
+    @property
+    def open_transaction_count(self) -> int:
+        return len(self._ongoing)
+
+    def oldest_open_transaction(self) -> ProducerStateEntry | None:
+        """The entry of the producer whose open transaction has the lowest first offset."""
+        if not self._ongoing:
+            return None
+        pid = min(self._ongoing, key=self._ongoing.__getitem__)
+        return self.producers.get(pid)
+
+    def last_stable_offset_after(self, producer_id: int, marker_offset: int) -> int:
+        """The LSO once ``producer_id``'s transaction ends with a marker at
+        ``marker_offset``: the first offset of the oldest other open transaction, else
+        the offset after the marker (Kafka's ProducerStateManager.lastStableOffset)."""
+        others = [first for pid, first in self._ongoing.items() if pid != producer_id]
+        return min(others) if others else marker_offset + 1
 
     # -- validation --------------------------------------------------------------
     def validate(self, header: BatchHeader) -> Validation:
@@ -225,6 +262,42 @@ class ProducerStateManager:
             )
         return Validation()
 
+    def validate_marker(
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        coordinator_epoch: int,
+        transaction_version: int = 0,
+    ) -> Validation:
+        """Check a transaction marker from a coordinator before it is written."""
+        entry = self.producers.get(producer_id)
+        current = entry.producer_epoch if entry is not None else NO_PRODUCER_EPOCH
+        if transaction_version >= 2:
+            invalid = producer_epoch <= current
+            if (
+                invalid
+                and producer_epoch == current
+                and entry is not None
+                and entry.current_txn_first_offset is None
+            ):
+                invalid = False  # retry of a marker that was already written
+        else:
+            invalid = producer_epoch < current
+        if invalid:
+            op = "<=" if transaction_version >= 2 else "<"
+            return Validation(
+                INVALID_PRODUCER_EPOCH,
+                f"marker epoch {producer_epoch} of producer {producer_id} is {op} the "
+                f"current epoch {current} (TV{transaction_version})",
+            )
+        if entry is not None and entry.coordinator_epoch > coordinator_epoch:
+            return Validation(
+                TRANSACTION_COORDINATOR_FENCED,
+                f"coordinator epoch {coordinator_epoch} of the marker for producer "
+                f"{producer_id} is older than {entry.coordinator_epoch} (zombie coordinator)",
+            )
+        return Validation()
+
     # -- updates (after the batch is in the log; no validation) ----------------------
     def append_data_batch(self, header: BatchHeader, first_offset: int, last_offset: int) -> None:
         """Record an appended data batch (client append or replay of the log)."""
@@ -248,6 +321,7 @@ class ProducerStateManager:
         entry.last_timestamp = header.max_timestamp
         if header.is_transactional and entry.current_txn_first_offset is None:
             entry.current_txn_first_offset = first_offset
+            entry.current_txn_start_timestamp = header.max_timestamp
             self._ongoing[pid] = first_offset
         self.map_end_offset = max(self.map_end_offset, last_offset + 1)
 
@@ -260,7 +334,14 @@ class ProducerStateManager:
         offset: int,
         timestamp: int,
     ) -> CompletedTxn | None:
-        """Apply a transaction marker written at ``offset``; returns the finished txn."""
+        """Apply a transaction marker written at ``offset``; returns the finished txn
+        (None when the producer had no open transaction here: an empty transaction
+        changes neither the LSO nor the aborted-transaction index).
+
+        As Kafka's ProducerStateEntry.update: the marker's epoch becomes the producer's
+        epoch (a TV2 bump forgets the cached batches), its coordinator epoch is
+        remembered for fencing, and its timestamp is the producer's last timestamp.
+        """
         entry = self.producers.get(producer_id)
         if entry is None:
             entry = self.producers[producer_id] = ProducerStateEntry(producer_id)
@@ -269,6 +350,7 @@ class ProducerStateManager:
         entry.last_timestamp = timestamp
         first = entry.current_txn_first_offset
         entry.current_txn_first_offset = None
+        entry.current_txn_start_timestamp = -1
         self._ongoing.pop(producer_id, None)
         self.map_end_offset = max(self.map_end_offset, offset + 1)
         if first is None:

@@ -157,13 +157,6 @@ class Controller:
         record = self.state.topics.get(name)
         return None if record is None else dict(record.configs)
 
-    def coordinator_node(self) -> NodeEndpoint | None:
-        """The node hosting group (and, next, transaction) coordination."""
-        for n in sorted(self.nodes.values(), key=lambda n: n.node_id):
-            if "coordinator" in n.roles and not n.fenced:
-                return NodeEndpoint(n.node_id, n.host, n.port)
-        return None
-
     # ---- operations ----------------------------------------------------------------
     def create_topic(
         self,

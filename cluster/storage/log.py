@@ -29,7 +29,8 @@ from ..protocol.record_batch import (
 from .checkpoint import TMP_SUFFIX, fsync_dir, read_offset, write_offset
 from .config import LogConfig
 from .errors import OffsetOutOfRange
-from .segment import LOG_SUFFIX, LogSegment
+from .segment import LOG_SUFFIX, TXNINDEX_SUFFIX, LogSegment
+from .txn_index import AbortedTxn
 
 RECOVERY_POINT_FILE = "recovery-point"
 LOG_START_OFFSET_FILE = "log-start-offset"
@@ -105,6 +106,7 @@ class PartitionLog:
             for p in self.directory.glob("*" + LOG_SUFFIX)
             if p.name[: -len(LOG_SUFFIX)].isdigit()
         )
+        self._remove_orphan_txn_indexes(set(bases))
         segments = [self._new_segment(b) for b in bases]
         recovered = False
         kept: list[LogSegment] = []
@@ -139,6 +141,14 @@ class PartitionLog:
             for seg in self._segments:
                 seg.flush()
         self._write_recovery_point(self.log_end_offset)
+
+    def _remove_orphan_txn_indexes(self, bases: set[int]) -> None:
+        """A crash while deleting a segment can leave its ``.txnindex`` behind; a later
+        segment with the same base offset must not inherit its entries."""
+        for p in self.directory.glob("*" + TXNINDEX_SUFFIX):
+            stem = p.name[: -len(TXNINDEX_SUFFIX)]
+            if stem.isdigit() and int(stem) not in bases:
+                p.unlink(missing_ok=True)
 
     def _write_recovery_point(self, offset: int) -> None:
         self._recovery_point = offset
@@ -233,6 +243,30 @@ class PartitionLog:
                 continue
             for pos, header, _ in seg.iter_batches(first.position):
                 yield seg, pos, header
+
+    def segment_for(self, offset: int) -> LogSegment:
+        """The segment holding ``offset`` (the first one if it is below the log)."""
+        return self._segments[self._segment_index(offset)]
+
+    def append_aborted_txn(self, entry: AbortedTxn) -> None:
+        """Index an aborted transaction in the segment holding its abort marker."""
+        self.segment_for(entry.last_offset).txn_index.append(entry)
+
+    def collect_aborted_transactions(self, fetch_offset: int, upper_bound: int) -> list[AbortedTxn]:
+        """The aborted transactions overlapping [fetch_offset, upper_bound) (seed 002).
+
+        Scans the transaction indexes of the segment holding ``fetch_offset`` and of
+        every later segment, until an entry's last stable offset reaches
+        ``upper_bound``: a transaction whose data is in the range ends at or after
+        ``fetch_offset``, so its entry is in one of these segments.
+        """
+        found: list[AbortedTxn] = []
+        for seg in self._segments[self._segment_index(fetch_offset) :]:
+            entries, complete = seg.txn_index.collect(fetch_offset, upper_bound)
+            found.extend(entries)
+            if complete:
+                break
+        return found
 
     def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
         """(offset, timestamp) of the first batch with max timestamp >= ``timestamp_ms``.

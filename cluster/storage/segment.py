@@ -1,4 +1,5 @@
-"""One log segment: ``<base>.log`` plus its sparse ``.index`` and ``.timeindex``.
+"""One log segment: ``<base>.log`` plus its sparse ``.index`` and ``.timeindex``, and
+the aborted-transaction index ``.txnindex`` (created by the first abort marker).
 
 Appends go straight to the file descriptor with ``os.pwrite`` (no user-space
 buffering), so a batch whose append returned survives a SIGKILL of the process.
@@ -24,10 +25,12 @@ from ..protocol.record_batch import (
     parse_header,
 )
 from .index import OffsetIndex, TimeIndex
+from .txn_index import TransactionIndex
 
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
 TIMEINDEX_SUFFIX = ".timeindex"
+TXNINDEX_SUFFIX = ".txnindex"
 HEADER_CHUNK = 64 * 1024
 DATA_CHUNK = 1024 * 1024
 
@@ -55,10 +58,15 @@ class LogSegment:
         self.log_path = directory / (name + LOG_SUFFIX)
         self.offset_index = OffsetIndex(directory / (name + INDEX_SUFFIX), base_offset)
         self.time_index = TimeIndex(directory / (name + TIMEINDEX_SUFFIX), base_offset)
+        self.txn_index = TransactionIndex(directory / (name + TXNINDEX_SUFFIX), base_offset)
         self.index_interval_bytes = index_interval_bytes
         self.created_ms = created_ms
         self._fd: int | None = os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o644)
         self.size = os.fstat(self._fd).st_size
+        if self.size == 0:
+            # An empty segment holds no abort marker: the file is a leftover of an
+            # earlier segment with this base offset.
+            self.txn_index.delete()
         self.next_offset = base_offset  # one past the last offset held
         self.max_timestamp = -1
         self.offset_of_max_timestamp = -1  # base offset of the first batch with max_timestamp
@@ -181,6 +189,7 @@ class LogSegment:
             self.size = valid_end
         self.offset_index.rewrite()
         self.time_index.rewrite()
+        self.txn_index.truncate_to(self.next_offset)
         return truncated
 
     def load(self) -> bool:
@@ -250,6 +259,7 @@ class LogSegment:
         os.ftruncate(self.fd, found.position)
         self.size = found.position
         self.recover()
+        self.txn_index.truncate_to(offset)
         return removed
 
     # -- reading -----------------------------------------------------------------
@@ -290,10 +300,12 @@ class LogSegment:
         os.fsync(self.fd)
         self.offset_index.flush()
         self.time_index.flush()
+        self.txn_index.flush()
 
     def close(self) -> None:
         self.offset_index.close()
         self.time_index.close()
+        self.txn_index.close()
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
@@ -303,3 +315,4 @@ class LogSegment:
         self.log_path.unlink(missing_ok=True)
         self.offset_index.delete()
         self.time_index.delete()
+        self.txn_index.delete()

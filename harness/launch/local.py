@@ -62,11 +62,6 @@ class ClusterLayout:
             raise LaunchError("--brokers must be at least 1")
         if coordinators < 0:
             raise LaunchError("--coordinators must be 0 or more")
-        if coordinators > 1:
-            raise LaunchError(
-                "more than one coordinator node arrives with the transactions work; "
-                "use --coordinators 0 or 1"
-            )
         nodes = [NodeSpec(COORDINATOR_ID_BASE + i, "coordinator") for i in range(coordinators)]
         for i in range(1, brokers + 1):
             role = "broker+coordinator" if coordinators == 0 and i == 1 else "broker"
@@ -201,6 +196,8 @@ class LocalCluster:
         ]
         if controller is not None:
             cmd += ["--controller", controller]
+        coordinators = [n.id for n in self.layout.nodes if "coordinator" in n.roles]
+        cmd += ["--coordinator-ids", ",".join(map(str, coordinators))]
         for pair in self.layout.settings:
             cmd += ["--set", pair]
         return cmd

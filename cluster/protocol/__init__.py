@@ -1,0 +1,1 @@
+"""The Kafka wire protocol: kio-based codec, message building, record batches."""

@@ -1,0 +1,1 @@
+"""The node's Kafka-protocol TCP server and the registry of APIs it serves."""
