@@ -31,15 +31,24 @@ from .broker.fetch_api import FetchApi
 from .broker.offsets_api import OffsetsApi
 from .broker.partition_manager import PartitionManager
 from .broker.produce_api import ProduceApi
-from .broker.producer_id_api import IdempotentInitProducerIdApi, ProducerIdBlocks
+from .broker.txn_markers_api import WriteTxnMarkersApi
 from .cluster_info.describe_api import DescribeApis
 from .cluster_info.find_coordinator_api import FindCoordinatorApi
 from .cluster_info.metadata_api import MetadataApi
-from .controller.controller import Controller
+from .controller.controller import NODE_CLIENT_PREFIX, Controller
 from .coordinator.groups import GroupConfig, GroupCoordinator
-from .coordinator.placement import KEY_TYPE_GROUP, CoordinatorPlacement
+from .coordinator.groups.txn_offset_commit_api import (
+    group_marker_sink,
+    register_txn_offset_commit,
+)
+from .coordinator.placement import KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION, CoordinatorPlacement
+from .coordinator.transactions.config import TxnConfig
+from .coordinator.transactions.coordinator import TransactionCoordinator
+from .coordinator.transactions.factory import create_transaction_coordinator
+from .coordinator.transactions.init_producer_id_api import InitProducerIdApi
 from .metadata_source import LocalMetadataSource, MetadataSource, RemoteMetadataSource
 from .metrics import NodeMetrics, PartitionGauges
+from .producer_ids import ProducerIdBlocks
 from .server.dispatch import ApiRegistry
 from .server.server import KafkaServer, register_api_versions
 from .settings import NodeSettings
@@ -95,6 +104,7 @@ class Node:
         self.source: MetadataSource | None = None
         self.partitions: PartitionManager | None = None
         self.groups: GroupCoordinator | None = None
+        self.transactions: TransactionCoordinator | None = None
         self._stopped = asyncio.Event()
 
     def placement(self) -> CoordinatorPlacement:
@@ -165,36 +175,32 @@ class Node:
         DescribeApis(self.source, cfg.settings, cfg.node_id).register(self.registry)
         FindCoordinatorApi(self.source, self.placement).register(self.registry)
 
+        self.producer_ids = ProducerIdBlocks(self.source)
         if "coordinator" in cfg.roles:
-            source = self.source
-
-            def partition_count(topic: str) -> int | None:
-                meta = source.view().topic(topic)
-                return None if meta is None else meta.num_partitions
-
-            self.groups = GroupCoordinator(
-                cfg.data_dir / "groups",
-                num_partitions=cfg.settings.get("offsets.topic.num.partitions"),
-                topic_partition_count=partition_count,
-                config=GroupConfig(
-                    initial_rebalance_delay_ms=cfg.settings.get("group.initial.rebalance.delay.ms"),
-                    min_session_timeout_ms=cfg.settings.get("group.min.session.timeout.ms"),
-                    max_session_timeout_ms=cfg.settings.get("group.max.session.timeout.ms"),
-                ),
-            )
-            self.groups.register(self.registry)
-            await self.groups.start(self.placement().owned_partitions(cfg.node_id, KEY_TYPE_GROUP))
-
+            self._create_coordinators()
         if self.is_broker:
             self.partitions = PartitionManager(cfg.data_dir, cfg.node_id, self.source, cfg.settings)
             ProduceApi(self.partitions).register(self.registry)
             FetchApi(self.partitions).register(self.registry)
             OffsetsApi(self.partitions).register(self.registry)
-            IdempotentInitProducerIdApi(ProducerIdBlocks(self.source)).register(self.registry)
             manager = self.partitions
             self.metrics.add_collector(PartitionGauges(lambda: list(manager.partitions.values())))
+        # Every node hands out producer ids; transactional ids need the local coordinator.
+        InitProducerIdApi(self.producer_ids, self.transactions).register(self.registry)
+        # Markers land on brokers (partitions) and on coordinators (transactional offsets).
+        WriteTxnMarkersApi(
+            self.partitions,
+            group_sink=group_marker_sink(self.groups) if self.groups else None,
+        ).register(self.registry)
 
-        await self.source.start()
+        await self.source.start()  # registered with the controller; the view is known
+        placement = self.placement()
+        if self.groups is not None:
+            await self.groups.start(placement.owned_partitions(cfg.node_id, KEY_TYPE_GROUP))
+        if self.transactions is not None:
+            await self.transactions.start(
+                placement.owned_partitions(cfg.node_id, KEY_TYPE_TRANSACTION)
+            )
         if self.partitions is not None:
             await self.partitions.start()  # recovers every local partition before serving
         await self.server.serve()
@@ -209,6 +215,40 @@ class Node:
             cfg.metrics_host,
             metrics_port,
         )
+
+    def _create_coordinators(self) -> None:
+        """The coordinator role: groups and transactions, registered but not yet loaded."""
+        cfg = self.config
+        source = self.source
+        assert source is not None
+
+        def partition_count(topic: str) -> int | None:
+            meta = source.view().topic(topic)
+            return None if meta is None else meta.num_partitions
+
+        self.groups = GroupCoordinator(
+            cfg.data_dir / "groups",
+            num_partitions=cfg.settings.get("offsets.topic.num.partitions"),
+            topic_partition_count=partition_count,
+            config=GroupConfig(
+                initial_rebalance_delay_ms=cfg.settings.get("group.initial.rebalance.delay.ms"),
+                min_session_timeout_ms=cfg.settings.get("group.min.session.timeout.ms"),
+                max_session_timeout_ms=cfg.settings.get("group.max.session.timeout.ms"),
+            ),
+        )
+        self.groups.register(self.registry)
+        register_txn_offset_commit(self.registry, self.groups)
+        self.transactions = create_transaction_coordinator(
+            cfg.data_dir / "transactions",
+            producer_ids=self.producer_ids,
+            view=source.view,
+            refresh_view=source.refresh,
+            node_address=self.node_address,
+            internal_partition_owner=lambda p: self.placement().owner_of_partition(p),
+            config=TxnConfig.from_settings(cfg.settings),
+            client_id=f"{NODE_CLIENT_PREFIX}{cfg.node_id}",
+        )
+        self.transactions.register(self.registry)
 
     def _write_node_file(
         self, port: int, metrics_port: int, advertised_host: str, advertised_port: int
@@ -234,6 +274,8 @@ class Node:
         await self.server.stop()
         if self.partitions is not None:
             await self.partitions.stop()
+        if self.transactions is not None:
+            await self.transactions.stop()
         if self.groups is not None:
             await self.groups.stop()
         if self.source is not None:

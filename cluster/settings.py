@@ -33,9 +33,7 @@ _SPECS: tuple[SettingSpec, ...] = (
     SettingSpec("group.min.session.timeout.ms", int, 100, "smallest session timeout"),
     SettingSpec("group.max.session.timeout.ms", int, 1_800_000, "largest session timeout"),
     SettingSpec("offsets.topic.num.partitions", int, 50, "internal group partitions"),
-    SettingSpec(
-        "transaction.state.log.num.partitions", int, 50, "internal transaction partitions"
-    ),
+    SettingSpec("transaction.state.log.num.partitions", int, 50, "internal transaction partitions"),
     SettingSpec("broker.session.timeout.ms", int, 9_000, "controller fences a silent broker"),
     SettingSpec("broker.heartbeat.interval.ms", int, 500, "broker heartbeat period"),
     SettingSpec("metadata.refresh.interval.ms", int, 500, "broker metadata pull period"),

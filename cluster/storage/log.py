@@ -131,6 +131,9 @@ class PartitionLog:
             else:
                 kept.append(seg)
         self._segments = kept
+        for seg in kept:
+            # No abort marker can be past the end of its segment's batches.
+            seg.txn_index.truncate_to(seg.next_offset)
         start = read_offset(self.directory / LOG_START_OFFSET_FILE)
         if not self._segments:
             self._segments = [self._new_segment(start or 0)]

@@ -93,7 +93,8 @@ def test_api_versions_lists_exactly_what_is_served(fuzz_cluster: LocalCluster) -
     assert ranges[0] == (3, 11)  # Produce
     assert ranges[1] == (4, 16)  # Fetch
     assert 22 in ranges  # InitProducerId
-    assert 24 not in ranges  # AddPartitionsToTxn is not served by this node yet
+    assert ranges[24] == (0, 3)  # AddPartitionsToTxn: v4+ (KIP-890 verification) not yet
+    assert 65 not in ranges  # DescribeTransactions (KIP-664) is not served yet
 
 
 @pytest.mark.parametrize(

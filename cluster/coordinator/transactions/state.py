@@ -114,7 +114,9 @@ class IllegalTransition(RuntimeError):
 
     def __init__(self, source: TxnState, target: TxnState, transactional_id: str = "") -> None:
         who = f" for {transactional_id!r}" if transactional_id else ""
-        super().__init__(f"illegal transaction state transition{who}: {source.value} -> {target.value}")
+        super().__init__(
+            f"illegal transaction state transition{who}: {source.value} -> {target.value}"
+        )
         self.source = source
         self.target = target
 

@@ -1,0 +1,97 @@
+"""WriteTxnMarkers (API 27) v1-v2: the transaction coordinator ends a transaction on
+the partitions it touched (Kafka's KafkaApis.handleWriteTxnMarkersRequest).
+
+For each marker, partitions of ``__consumer_offsets`` go to the group coordinator
+(``group_sink``: it makes pending transactional offset commits visible or drops them);
+every other partition gets a COMMIT/ABORT control batch through
+``Partition.write_txn_marker``, which fences stale producer and coordinator epochs,
+completes the producer's transaction, moves the LSO and indexes aborts. Fetches that
+long-poll on a partition are woken after its marker is written, since a commit makes
+data visible to read_committed consumers.
+
+v0 is not offered: it is gone from Kafka 4's schemas (and from kio). v2 adds the
+marker's transaction version, which selects the TV2 epoch rule.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from ..server.dispatch import ApiRegistry, RequestContext
+from .partition_manager import PartitionManager
+
+log = logging.getLogger(__name__)
+
+GROUP_METADATA_TOPIC = "__consumer_offsets"
+
+GroupSink = Callable[[int, int, bool, list[int]], Awaitable[dict[int, int]]]
+"""(producer_id, producer_epoch, commit, partition indexes) -> {partition: error code}."""
+
+
+class WriteTxnMarkersApi:
+    def __init__(self, partitions: PartitionManager | None, group_sink: GroupSink | None) -> None:
+        self.partitions = partitions
+        self.group_sink = group_sink
+
+    def register(self, registry: ApiRegistry) -> None:
+        registry.register(27, 1, 2, self.handle, owner="broker")
+
+    async def handle(self, ctx: RequestContext, request: Any) -> Any:
+        markers = []
+        for marker in request.markers:
+            topics = []
+            for t in marker.topics:
+                indexes = [int(i) for i in t.partition_indexes]
+                if t.name == GROUP_METADATA_TOPIC:
+                    codes = await self._to_groups(marker, indexes)
+                else:
+                    codes = {i: await self._write(t.name, i, marker) for i in indexes}
+                topics.append(
+                    {
+                        "name": t.name,
+                        "partitions": [
+                            {"partition_index": i, "error_code": codes[i]} for i in indexes
+                        ],
+                    }
+                )
+            markers.append({"producer_id": marker.producer_id, "topics": topics})
+        return ctx.respond(markers=markers)
+
+    async def _to_groups(self, marker: Any, indexes: list[int]) -> dict[int, int]:
+        if self.group_sink is None:
+            return {i: ErrorCode.not_leader_or_follower.value for i in indexes}
+        try:
+            result = await self.group_sink(
+                int(marker.producer_id),
+                int(marker.producer_epoch),
+                bool(marker.transaction_result),
+                indexes,
+            )
+        except Exception:
+            log.exception("group coordinator failed to complete transaction markers")
+            return {i: ErrorCode.unknown_server_error.value for i in indexes}
+        return {i: int(result.get(i, ErrorCode.not_leader_or_follower.value)) for i in indexes}
+
+    async def _write(self, topic: str, index: int, marker: Any) -> int:
+        if self.partitions is None:
+            return ErrorCode.not_leader_or_follower.value
+        partition = await self.partitions.get_or_sync(topic, index)
+        if partition is None:
+            meta = self.partitions.source.view().topic(topic)
+            if meta is None or not 0 <= index < meta.num_partitions:
+                return ErrorCode.unknown_topic_or_partition.value
+            return ErrorCode.not_leader_or_follower.value
+        code = partition.write_txn_marker(
+            int(marker.producer_id),
+            int(marker.producer_epoch),
+            int(marker.coordinator_epoch),
+            bool(marker.transaction_result),
+            int(getattr(marker, "transaction_version", 0)),
+        )
+        if code == 0:
+            self.partitions.notify((topic, index))
+        return code

@@ -1,0 +1,301 @@
+"""Per-transactional-id metadata and the state changes the coordinator may make to it.
+
+Every change is two steps, as in Kafka: a ``prepare_*`` method computes the complete
+target (:class:`TxnTransit`, checked against the transition table) without touching
+the metadata; the coordinator appends the transit to the transaction log and only
+then :meth:`TransactionMetadata.apply`-s it. A failed append therefore leaves memory
+exactly as the log says, and replaying the log rebuilds exactly what is in memory.
+
+Fields reserved for later work (stored and replayed, not acted on yet):
+
+* KIP-890 (transaction.version 2): ``client_transaction_version`` and
+  ``next_producer_id`` (the id an epoch-exhausting TV2 commit rotates to).
+* KIP-939 (2PC): ``two_phase_commit`` (no timeout for such transactions) and
+  ``next_producer_epoch`` (with ``next_producer_id``: the keep-prepared identity).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .state import TxnState, check_transition
+
+S = TxnState
+
+TopicPartition = tuple[str, int]
+
+NO_PRODUCER_ID = -1
+NO_PRODUCER_EPOCH = -1
+MAX_EPOCH = 32767  # Short.MaxValue
+
+
+def is_epoch_exhausted(epoch: int) -> bool:
+    """Kafka never hands out Short.MaxValue, so it can always fence the last epoch it gave."""
+    return epoch >= MAX_EPOCH - 1
+
+
+@dataclass(frozen=True, slots=True)
+class TxnTransit:
+    """The complete target of one state change: persisted first, then applied."""
+
+    state: TxnState
+    producer_id: int
+    last_producer_id: int
+    producer_epoch: int
+    last_producer_epoch: int
+    txn_timeout_ms: int
+    partitions: frozenset[TopicPartition]
+    txn_start_ms: int
+    txn_last_update_ms: int
+    client_transaction_version: int = 0
+    next_producer_id: int = NO_PRODUCER_ID
+    next_producer_epoch: int = NO_PRODUCER_EPOCH
+    two_phase_commit: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "state": self.state.value,
+            "pid": self.producer_id,
+            "last_pid": self.last_producer_id,
+            "epoch": self.producer_epoch,
+            "last_epoch": self.last_producer_epoch,
+            "timeout_ms": self.txn_timeout_ms,
+            "partitions": sorted([t, p] for t, p in self.partitions),
+            "start_ms": self.txn_start_ms,
+            "update_ms": self.txn_last_update_ms,
+            "tv": self.client_transaction_version,
+            "next_pid": self.next_producer_id,
+            "next_epoch": self.next_producer_epoch,
+            "two_pc": self.two_phase_commit,
+        }
+
+    @classmethod
+    def from_json(cls, value: dict[str, Any]) -> TxnTransit:
+        state = TxnState.from_name(value["state"])
+        if state is None:
+            raise ValueError(f"unknown transaction state {value['state']!r}")
+        return cls(
+            state=state,
+            producer_id=int(value["pid"]),
+            last_producer_id=int(value.get("last_pid", NO_PRODUCER_ID)),
+            producer_epoch=int(value["epoch"]),
+            last_producer_epoch=int(value.get("last_epoch", NO_PRODUCER_EPOCH)),
+            txn_timeout_ms=int(value["timeout_ms"]),
+            partitions=frozenset((str(t), int(p)) for t, p in value.get("partitions", ())),
+            txn_start_ms=int(value.get("start_ms", -1)),
+            txn_last_update_ms=int(value.get("update_ms", -1)),
+            client_transaction_version=int(value.get("tv", 0)),
+            next_producer_id=int(value.get("next_pid", NO_PRODUCER_ID)),
+            next_producer_epoch=int(value.get("next_epoch", NO_PRODUCER_EPOCH)),
+            two_phase_commit=bool(value.get("two_pc", False)),
+        )
+
+
+class EpochError(Exception):
+    """InitProducerId named a producer id/epoch that is not current (PRODUCER_FENCED)."""
+
+
+@dataclass(slots=True)
+class TransactionMetadata:
+    """What the coordinator knows about one transactional id."""
+
+    transactional_id: str
+    producer_id: int
+    last_producer_id: int = NO_PRODUCER_ID
+    """The producer id before the last InitProducerId (== producer_id after a plain epoch
+    bump, the old id after a rotation); KIP-360's LastProducerId."""
+    producer_epoch: int = NO_PRODUCER_EPOCH
+    last_producer_epoch: int = NO_PRODUCER_EPOCH
+    """The epoch a KIP-360 bump started from (-1 after an InitProducerId from a new
+    producer instance), so a retried bump gets the current epoch back."""
+    txn_timeout_ms: int = 60_000
+    state: TxnState = TxnState.EMPTY
+    partitions: set[TopicPartition] = field(default_factory=set)
+    txn_start_ms: int = -1
+    txn_last_update_ms: int = -1
+    pending_state: TxnState | None = None
+    """The state this id is moving to while an asynchronous step is under way (the
+    markers of a PrepareX transaction); requests that would change it meanwhile get
+    CONCURRENT_TRANSACTIONS."""
+    client_transaction_version: int = 0
+    next_producer_id: int = NO_PRODUCER_ID
+    next_producer_epoch: int = NO_PRODUCER_EPOCH
+    two_phase_commit: bool = False
+
+    # ------------------------------------------------------------------ views
+
+    @property
+    def pending_transition_in_progress(self) -> bool:
+        return self.pending_state is not None
+
+    @property
+    def is_epoch_exhausted(self) -> bool:
+        return is_epoch_exhausted(self.producer_epoch)
+
+    def snapshot(self) -> TxnTransit:
+        """The current persisted-equivalent state (what replaying the log yields)."""
+        return TxnTransit(
+            state=self.state,
+            producer_id=self.producer_id,
+            last_producer_id=self.last_producer_id,
+            producer_epoch=self.producer_epoch,
+            last_producer_epoch=self.last_producer_epoch,
+            txn_timeout_ms=self.txn_timeout_ms,
+            partitions=frozenset(self.partitions),
+            txn_start_ms=self.txn_start_ms,
+            txn_last_update_ms=self.txn_last_update_ms,
+            client_transaction_version=self.client_transaction_version,
+            next_producer_id=self.next_producer_id,
+            next_producer_epoch=self.next_producer_epoch,
+            two_phase_commit=self.two_phase_commit,
+        )
+
+    @classmethod
+    def restore(cls, transactional_id: str, transit: TxnTransit) -> TransactionMetadata:
+        md = cls(transactional_id, transit.producer_id)
+        md._set(transit)
+        return md
+
+    # ------------------------------------------------------------------ applying
+
+    def _set(self, t: TxnTransit) -> None:
+        self.state = t.state
+        self.producer_id = t.producer_id
+        self.last_producer_id = t.last_producer_id
+        self.producer_epoch = t.producer_epoch
+        self.last_producer_epoch = t.last_producer_epoch
+        self.txn_timeout_ms = t.txn_timeout_ms
+        self.partitions = set(t.partitions)
+        self.txn_start_ms = t.txn_start_ms
+        self.txn_last_update_ms = t.txn_last_update_ms
+        self.client_transaction_version = t.client_transaction_version
+        self.next_producer_id = t.next_producer_id
+        self.next_producer_epoch = t.next_producer_epoch
+        self.two_phase_commit = t.two_phase_commit
+
+    def apply(self, transit: TxnTransit) -> None:
+        """Make a persisted transit the current state (clears the pending state)."""
+        check_transition(self.state, transit.state, self.transactional_id)
+        self._set(transit)
+        self.pending_state = None
+
+    # ------------------------------------------------------------------ preparing
+
+    def _transit(self, target: TxnState, **changes: Any) -> TxnTransit:
+        check_transition(self.state, target, self.transactional_id)
+        if target != S.DEAD and changes.get("producer_epoch", self.producer_epoch) < 0:
+            raise ValueError(f"illegal producer epoch for {target.value}: {changes}")
+        return dataclasses.replace(self.snapshot(), state=target, **changes)
+
+    def prepare_increment_epoch(
+        self, new_timeout_ms: int, expected_epoch: int | None, now_ms: int
+    ) -> TxnTransit:
+        """InitProducerId without rotation (KIP-360 rules for ``expected_epoch``).
+
+        No expected epoch: a new producer instance; bump, forget the last epoch.
+        Expected == current (or there is no current): a KIP-360 bump; remember the epoch
+        it started from. Expected == last epoch: a retry of a bump already done; return
+        the current epoch unchanged. Anything else raises :class:`EpochError`.
+        """
+        if self.is_epoch_exhausted:
+            raise RuntimeError(f"no epochs left for producer id {self.producer_id}")
+        if expected_epoch is None:
+            epoch, last = self.producer_epoch + 1, NO_PRODUCER_EPOCH
+        elif self.producer_epoch == NO_PRODUCER_EPOCH or expected_epoch == self.producer_epoch:
+            epoch, last = self.producer_epoch + 1, self.producer_epoch
+        elif expected_epoch == self.last_producer_epoch:
+            epoch, last = self.producer_epoch, self.last_producer_epoch
+        else:
+            raise EpochError(
+                f"expected epoch {expected_epoch} is neither the current {self.producer_epoch}"
+                f" nor the last {self.last_producer_epoch}"
+            )
+        return self._transit(
+            S.EMPTY,
+            last_producer_id=self.producer_id if self.producer_epoch >= 0 else NO_PRODUCER_ID,
+            producer_epoch=epoch,
+            last_producer_epoch=last,
+            txn_timeout_ms=new_timeout_ms,
+            partitions=frozenset(),
+            txn_start_ms=-1,
+            txn_last_update_ms=now_ms,
+        )
+
+    def prepare_producer_id_rotation(
+        self, new_producer_id: int, new_timeout_ms: int, now_ms: int, record_last_epoch: bool
+    ) -> TxnTransit:
+        """InitProducerId when the epoch is exhausted: a fresh producer id at epoch 0."""
+        if self.state.has_open_transaction:
+            raise RuntimeError("cannot rotate the producer id while a transaction is open")
+        return self._transit(
+            S.EMPTY,
+            producer_id=new_producer_id,
+            last_producer_id=self.producer_id,
+            producer_epoch=0,
+            last_producer_epoch=self.producer_epoch if record_last_epoch else NO_PRODUCER_EPOCH,
+            txn_timeout_ms=new_timeout_ms,
+            partitions=frozenset(),
+            txn_start_ms=-1,
+            txn_last_update_ms=now_ms,
+        )
+
+    def prepare_add_partitions(self, added: Iterable[TopicPartition], now_ms: int) -> TxnTransit:
+        start = now_ms if self.state.can_start_transaction else self.txn_start_ms
+        return self._transit(
+            S.ONGOING,
+            partitions=frozenset(self.partitions) | frozenset(added),
+            txn_start_ms=start,
+            txn_last_update_ms=now_ms,
+        )
+
+    def prepare_end(self, commit: bool, now_ms: int) -> TxnTransit:
+        """EndTxn from the client: Ongoing -> PrepareCommit/PrepareAbort (TV0/TV1: same epoch)."""
+        target = S.PREPARE_COMMIT if commit else S.PREPARE_ABORT
+        return self._transit(target, txn_last_update_ms=now_ms)
+
+    def prepare_fence_and_abort(self, now_ms: int) -> TxnTransit:
+        """Abort the open transaction with a bumped epoch, fencing its producer.
+
+        Ongoing -> PrepareEpochFence -> PrepareAbort in one step (PrepareEpochFence is
+        never persisted). The bumped epoch is never returned to a client: whoever asked
+        (InitProducerId) retries and bumps again, possibly onto a new producer id.
+        """
+        check_transition(self.state, S.PREPARE_EPOCH_FENCE, self.transactional_id)
+        check_transition(S.PREPARE_EPOCH_FENCE, S.PREPARE_ABORT, self.transactional_id)
+        if self.producer_epoch >= MAX_EPOCH:
+            raise RuntimeError(f"cannot fence producer id {self.producer_id} at epoch MAX")
+        return dataclasses.replace(
+            self.snapshot(),
+            state=S.PREPARE_ABORT,
+            producer_epoch=self.producer_epoch + 1,
+            last_producer_epoch=NO_PRODUCER_EPOCH,
+            txn_last_update_ms=now_ms,
+        )
+
+    def prepare_complete(self, now_ms: int) -> TxnTransit:
+        """All markers are written: PrepareX -> CompleteX, partitions cleared."""
+        if self.state == S.PREPARE_COMMIT:
+            target = S.COMPLETE_COMMIT
+        elif self.state == S.PREPARE_ABORT:
+            target = S.COMPLETE_ABORT
+        else:
+            raise RuntimeError(f"cannot complete a transaction in state {self.state.value}")
+        return self._transit(target, partitions=frozenset(), txn_last_update_ms=now_ms)
+
+    def prepare_dead(self) -> TxnTransit:
+        return self._transit(S.DEAD, partitions=frozenset())
+
+
+__all__ = [
+    "MAX_EPOCH",
+    "NO_PRODUCER_EPOCH",
+    "NO_PRODUCER_ID",
+    "EpochError",
+    "TopicPartition",
+    "TransactionMetadata",
+    "TxnTransit",
+    "is_epoch_exhausted",
+]

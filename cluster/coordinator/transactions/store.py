@@ -1,0 +1,98 @@
+"""How transaction state is written to (and read back from) the state log of one
+``__transaction_state`` partition.
+
+Keys and values are compact JSON (inspectable with ``jq`` after a run):
+
+- ``["txn", transactional_id]`` -> the id's metadata after its last change
+  (:meth:`TxnTransit.to_json`); a tombstone when the id expired.
+- ``["epoch"]`` -> ``{"coordinator_epoch": n}``: bumped and written every time the
+  partition is loaded, before anything is served, so the markers of an older
+  incarnation carry a smaller coordinator epoch and brokers fence them.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ...storage.state_log import Record, StateLog, scan
+from .metadata import TxnTransit
+
+EPOCH_KEY = b'["epoch"]'
+
+
+def _dumps(value: Any) -> bytes:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def txn_key(transactional_id: str) -> bytes:
+    return _dumps(["txn", transactional_id])
+
+
+def txn_record(transactional_id: str, transit: TxnTransit) -> Record:
+    return Record(txn_key(transactional_id), _dumps(transit.to_json()))
+
+
+def tombstone(transactional_id: str) -> Record:
+    return Record(txn_key(transactional_id), None)
+
+
+def epoch_record(coordinator_epoch: int) -> Record:
+    return Record(EPOCH_KEY, _dumps({"coordinator_epoch": coordinator_epoch}))
+
+
+@dataclass(slots=True)
+class LoadedPartition:
+    coordinator_epoch: int = -1
+    """The epoch of the previous incarnation (-1: never loaded)."""
+    transactions: dict[str, TxnTransit] = field(default_factory=dict)
+
+
+def decode(state: dict[bytes, bytes]) -> LoadedPartition:
+    loaded = LoadedPartition()
+    for raw_key, raw_value in state.items():
+        if raw_key == EPOCH_KEY:
+            loaded.coordinator_epoch = int(json.loads(raw_value)["coordinator_epoch"])
+            continue
+        key = json.loads(raw_key)
+        if key[0] == "txn":
+            loaded.transactions[key[1]] = TxnTransit.from_json(json.loads(raw_value))
+    return loaded
+
+
+def replay(log: StateLog) -> LoadedPartition:
+    """Replay (and repair) an open log."""
+    return decode(log.load())
+
+
+def read_partition(path: Path) -> LoadedPartition:
+    """Read a partition's log without repairing or opening it for append (tests, dumps)."""
+    try:
+        data = Path(path).read_bytes()
+    except FileNotFoundError:
+        return LoadedPartition()
+    records, _ = scan(data)
+    state: dict[bytes, bytes] = {}
+    for record in records:
+        if record.value is None:
+            state.pop(record.key, None)
+        else:
+            state[record.key] = record.value
+    return decode(state)
+
+
+def live_records(coordinator_epoch: int, transactions: dict[str, TxnTransit]) -> list[Record]:
+    """Everything a compacted log must contain to replay to the current state."""
+    records = [epoch_record(coordinator_epoch)]
+    records.extend(txn_record(tid, t) for tid, t in transactions.items())
+    return records
+
+
+def log_path(data_dir: Path, partition: int) -> Path:
+    return Path(data_dir) / f"__transaction_state-{partition}.log"
+
+
+def open_log(data_dir: Path, partition: int, *, fsync: bool, compact_min_bytes: int) -> StateLog:
+    return StateLog(log_path(data_dir, partition), fsync=fsync, compact_min_bytes=compact_min_bytes)

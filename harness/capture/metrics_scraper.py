@@ -1,0 +1,101 @@
+"""Scrapes every node's Prometheus ``/metrics`` once a second into the run directory.
+
+Each sample becomes one JSON line in ``metrics/<node>.jsonl``:
+``{"time_ns", "node", "name", "labels": {...}, "value"}`` (the run-directory
+contract in ``harness/history/run_dir.py``). Lines are flushed after every scrape,
+so a crashed run keeps what it scraped. A node that does not answer (killed,
+paused) is skipped for that round and counted in ``failures``; scraping goes on.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import TextIO
+
+from prometheus_client.parser import text_string_to_metric_families
+
+SKIPPED_PREFIXES = ("python_", "process_", "txnchaos_request_seconds")
+
+
+def parse_samples(text: str) -> list[tuple[str, dict[str, str], float]]:
+    """(name, labels, value) of every sample in a Prometheus text exposition."""
+    out = []
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name.startswith(SKIPPED_PREFIXES) or sample.name.endswith("_created"):
+                continue
+            out.append((sample.name, dict(sample.labels), float(sample.value)))
+    return out
+
+
+class MetricsScraper:
+    def __init__(
+        self,
+        run_dir: Path,
+        endpoints: dict[str, str],
+        *,
+        interval: float = 1.0,
+        timeout: float = 0.8,
+    ) -> None:
+        self.directory = run_dir / "metrics"
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.endpoints = dict(endpoints)  # node name -> http://host:port/metrics
+        self.interval = interval
+        self.timeout = timeout
+        self.rounds = 0
+        self.failures = 0
+        self._files: dict[str, TextIO] = {}
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def scrape_once(self) -> int:
+        """One round over every node; returns the number of samples written."""
+        written = 0
+        for node, url in self.endpoints.items():
+            try:
+                with urllib.request.urlopen(url, timeout=self.timeout) as response:
+                    text = response.read().decode("utf-8", errors="replace")
+            except (OSError, urllib.error.URLError):
+                self.failures += 1
+                continue
+            now = time.time_ns()
+            fh = self._files.get(node)
+            if fh is None:
+                fh = self._files[node] = (self.directory / f"{node}.jsonl").open("a")
+            lines = [
+                json.dumps(
+                    {"time_ns": now, "node": node, "name": n, "labels": labels, "value": v},
+                    separators=(",", ":"),
+                )
+                for n, labels, v in parse_samples(text)
+            ]
+            if lines:
+                fh.write("\n".join(lines) + "\n")
+                fh.flush()
+            written += len(lines)
+        self.rounds += 1
+        return written
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            started = time.monotonic()
+            self.scrape_once()
+            self._stop.wait(max(0.0, self.interval - (time.monotonic() - started)))
+
+    def start(self) -> MetricsScraper:
+        self._thread = threading.Thread(target=self._loop, name="metrics-scraper", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        for fh in self._files.values():
+            fh.close()
+        self._files.clear()

@@ -1,0 +1,49 @@
+"""The metrics scraper against real nodes: samples land in metrics/<node>.jsonl in the
+run-directory format, and a killed node only costs that node's samples."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import start_cluster
+from txnchaos.harness.capture.metrics_scraper import MetricsScraper, parse_samples
+from txnchaos.harness.history.compact import compact_metrics
+
+pytestmark = pytest.mark.integration
+
+
+def test_parse_samples_skips_runtime_noise() -> None:
+    text = (
+        "# TYPE python_gc_objects_collected_total counter\n"
+        'python_gc_objects_collected_total{generation="0"} 5.0\n'
+        "# TYPE kafka_log_log_end_offset gauge\n"
+        'kafka_log_log_end_offset{partition="0",topic="t"} 42.0\n'
+    )
+    assert parse_samples(text) == [
+        ("kafka_log_log_end_offset", {"partition": "0", "topic": "t"}, 42.0)
+    ]
+
+
+def test_scraper_writes_run_dir_samples(tmp_path: Path) -> None:
+    cluster = start_cluster(tmp_path / "cluster", brokers=2)
+    try:
+        endpoints = {
+            f"node-{n['id']}": f"http://127.0.0.1:{n['metrics_port']}/metrics"
+            for n in cluster.state()["nodes"]
+        }
+        scraper = MetricsScraper(tmp_path / "run", endpoints)
+        assert scraper.scrape_once() > 0
+        cluster.kill_node(2)
+        scraper.scrape_once()
+        assert scraper.failures == 1
+        scraper.stop()
+    finally:
+        cluster.down()
+    lines = (tmp_path / "run" / "metrics" / "node-1.jsonl").read_text().splitlines()
+    sample = json.loads(lines[0])
+    assert set(sample) == {"time_ns", "node", "name", "labels", "value"}
+    assert any(json.loads(line)["name"] == "txnchaos_requests_total" for line in lines)
+    assert compact_metrics(tmp_path / "run") is not None
