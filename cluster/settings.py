@@ -49,6 +49,13 @@ _SPECS: tuple[SettingSpec, ...] = (
         "transaction.partition.verification.enable", bool, True, "KIP-890 part 1 verification"
     ),
     SettingSpec("transaction.two.phase.commit.enable", bool, False, "KIP-939 2PC"),
+    SettingSpec(
+        "txnchaos.transaction.concurrent.wait.ms",
+        int,
+        100,
+        "hold requests for a completing transaction this long (0: Kafka's immediate "
+        "CONCURRENT_TRANSACTIONS)",
+    ),
 )
 
 SPECS: dict[str, SettingSpec] = {s.name: s for s in _SPECS}

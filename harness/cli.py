@@ -254,7 +254,7 @@ def cluster_status(state_file: Path) -> None:
 # ---- txnchaos demo -------------------------------------------------------------------
 @main.command()
 @click.option("--brokers", type=int, default=2, show_default=True)
-@click.option("--records", type=int, default=20_000, show_default=True)
+@click.option("--transactions", type=int, default=500, show_default=True)
 @click.option("--partitions", type=int, default=3, show_default=True)
 @click.option(
     "--data-dir",
@@ -262,12 +262,16 @@ def cluster_status(state_file: Path) -> None:
     default=None,
     help="Cluster data (default: a fresh temporary directory, removed afterwards).",
 )
-def demo(brokers: int, records: int, partitions: int, data_dir: Path | None) -> None:
-    """Start a local cluster, produce and consume a smoke workload, print a summary,
-    stop the cluster."""
+def demo(brokers: int, transactions: int, partitions: int, data_dir: Path | None) -> None:
+    """Start a local cluster, run transactions (some aborted) and read them back with
+    read_committed, print a summary and a verdict, stop the cluster."""
     from .smoke import run_smoke
 
-    sys.exit(run_smoke(brokers=brokers, records=records, partitions=partitions, data_dir=data_dir))
+    sys.exit(
+        run_smoke(
+            brokers=brokers, transactions=transactions, partitions=partitions, data_dir=data_dir
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -1,9 +1,13 @@
-"""The smoke workload behind ``txnchaos demo``: a local cluster, an idempotent
-confluent-kafka producer, a consumer group reading everything back, and a summary
-that says whether every acknowledged record came back exactly once and in order."""
+"""The smoke workload behind ``txnchaos demo``: a local cluster (brokers and a
+coordinator as separate processes), a transactional confluent-kafka producer that
+commits most transactions and aborts some (after flushing, so aborted records do
+reach the log), a read_committed consumer group reading everything back, and a
+summary saying whether every committed record came back exactly once, in order,
+and no aborted record was ever returned."""
 
 from __future__ import annotations
 
+import random
 import shutil
 import tempfile
 import time
@@ -18,16 +22,19 @@ from rich.table import Table
 from .launch.local import LocalCluster
 
 TOPIC = "txnchaos-smoke"
+RECORDS_PER_TXN = 10
 
 
 @dataclass
 class SmokeResult:
-    produced: int = 0
-    acked: int = 0
-    delivery_errors: int = 0
+    transactions: int = 0
+    committed: int = 0
+    aborted: int = 0
+    committed_records: int = 0
     consumed: int = 0
     duplicates: int = 0
     missing: int = 0
+    aborted_read: int = 0
     out_of_order: int = 0
     produce_seconds: float = 0.0
     consume_seconds: float = 0.0
@@ -35,129 +42,118 @@ class SmokeResult:
 
     @property
     def ok(self) -> bool:
-        return (
-            not (self.delivery_errors or self.duplicates or self.missing or self.out_of_order)
-            and not self.problems
-        )
+        anomalies = self.duplicates + self.missing + self.aborted_read + self.out_of_order
+        return anomalies == 0 and not self.problems
 
 
-def produce(bootstrap: str, records: int, result: SmokeResult) -> dict[int, list[int]]:
-    """Produce ``records`` values; returns acknowledged values per partition in ack order."""
-    acked: dict[int, list[int]] = {}
-    producer = Producer(
-        {"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 5}
-    )
-
-    def on_delivery(err, msg) -> None:  # type: ignore[no-untyped-def]
-        if err is not None:
-            result.delivery_errors += 1
-            return
-        result.acked += 1
-        acked.setdefault(msg.partition(), []).append(int(msg.value()))
-
+def produce(bootstrap: str, transactions: int, seed: int, result: SmokeResult) -> set[str]:
+    """Run the transactions; returns the values of committed transactions."""
+    rng = random.Random(seed)
+    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": "smoke-writer"})
+    producer.init_transactions(30)
+    committed: set[str] = set()
     started = time.monotonic()
-    for i in range(records):
-        while True:
-            try:
-                producer.produce(
-                    TOPIC, key=str(i % 97).encode(), value=str(i).encode(), on_delivery=on_delivery
-                )
-                break
-            except BufferError:
-                producer.poll(0.05)
-        result.produced += 1
-        producer.poll(0)
-    remaining = producer.flush(60)
+    for txn in range(transactions):
+        values = [f"smoke|{txn}|{i}" for i in range(RECORDS_PER_TXN)]
+        producer.begin_transaction()
+        for i, value in enumerate(values):
+            producer.produce(TOPIC, value=value.encode(), key=str(i).encode())
+        result.transactions += 1
+        if rng.random() < 0.2:
+            producer.flush(30)  # the aborted records reach the log, read_committed must skip them
+            producer.abort_transaction(30)
+            result.aborted += 1
+        else:
+            producer.commit_transaction(30)
+            result.committed += 1
+            committed.update(values)
     result.produce_seconds = time.monotonic() - started
-    if remaining:
-        result.problems.append(f"{remaining} records still unacknowledged after 60 s")
-    return acked
+    result.committed_records = len(committed)
+    return committed
 
 
-def consume(bootstrap: str, expected: dict[int, list[int]], result: SmokeResult) -> None:
+def consume(bootstrap: str, committed: set[str], result: SmokeResult) -> None:
     consumer = Consumer(
         {
             "bootstrap.servers": bootstrap,
             "group.id": f"txnchaos-smoke-{time.time_ns()}",
             "auto.offset.reset": "earliest",
-            "enable.auto.commit": True,
+            "isolation.level": "read_committed",
         }
     )
     consumer.subscribe([TOPIC])
-    want = sum(len(v) for v in expected.values())
-    seen: dict[int, list[int]] = {}
+    seen: dict[int, list[str]] = {}
     started = time.monotonic()
     idle_deadline = time.monotonic() + 30
     try:
-        while result.consumed < want and time.monotonic() < idle_deadline:
+        while result.consumed < len(committed) and time.monotonic() < idle_deadline:
             for msg in consumer.consume(num_messages=5000, timeout=0.5):
                 if msg.error():
                     result.problems.append(f"consumer error: {msg.error()}")
                     continue
-                seen.setdefault(msg.partition(), []).append(int(msg.value()))
+                seen.setdefault(msg.partition(), []).append(msg.value().decode())
                 result.consumed += 1
                 idle_deadline = time.monotonic() + 30
-        consumer.commit(asynchronous=False)
     except KafkaException as exc:
         result.problems.append(f"consumer failed: {exc}")
     finally:
         consumer.close()
     result.consume_seconds = time.monotonic() - started
-    for partition, values in expected.items():
-        got = seen.get(partition, [])
-        got_set = set(got)
-        result.duplicates += len(got) - len(got_set)
-        result.missing += len(set(values) - got_set)
-        acked_set = set(values)
-        in_log_order = [v for v in dict.fromkeys(got) if v in acked_set]
-        if in_log_order != [v for v in values if v in got_set]:
+    everything = [v for values in seen.values() for v in values]
+    result.duplicates = len(everything) - len(set(everything))
+    result.aborted_read = len(set(everything) - committed)
+    result.missing = len(committed - set(everything))
+    for values in seen.values():
+        # Within a partition, one writer's records come back in the order written.
+        order = [(int(t), int(i)) for _, t, i in (v.split("|") for v in values)]
+        if order != sorted(order):
             result.out_of_order += 1
 
 
-def run_smoke(*, brokers: int, records: int, partitions: int, data_dir: Path | None) -> int:
+def run_smoke(*, brokers: int, transactions: int, partitions: int, data_dir: Path | None) -> int:
     console = Console()
     temp = data_dir is None
     root = Path(tempfile.mkdtemp(prefix="txnchaos-demo-")) if temp else data_dir
     assert root is not None
     result = SmokeResult()
     with console.status("starting a local cluster"):
-        cluster = LocalCluster.prepare(root / "cluster", brokers, 0, [])
+        cluster = LocalCluster.prepare(root / "cluster", brokers, 1, [])
         cluster.up()
     bootstrap = cluster.state()["bootstrap"]
-    console.print(f"cluster up: {brokers} broker(s), bootstrap [bold]{bootstrap}[/]")
+    console.print(
+        f"cluster up: {brokers} broker(s) + 1 coordinator, bootstrap [bold]{bootstrap}[/]"
+    )
     try:
         admin = AdminClient({"bootstrap.servers": bootstrap})
-        futures = admin.create_topics([NewTopic(TOPIC, partitions, 1)])
-        for future in futures.values():
+        for future in admin.create_topics([NewTopic(TOPIC, partitions, 1)]).values():
             try:
                 future.result(30)
             except KafkaException as exc:
                 if "TOPIC_ALREADY_EXISTS" not in str(exc):
                     raise
-        with console.status(f"producing {records} records (idempotent, acks=all)"):
-            acked = produce(bootstrap, records, result)
-        with console.status("consuming them back with a consumer group"):
-            consume(bootstrap, acked, result)
+        with console.status(f"running {transactions} transactions (about 1 in 5 aborted)"):
+            committed = produce(bootstrap, transactions, seed=1, result=result)
+        with console.status("reading them back with a read_committed consumer group"):
+            consume(bootstrap, committed, result)
     finally:
         with console.status("stopping the cluster"):
             cluster.down()
         if temp:
             shutil.rmtree(root, ignore_errors=True)
 
-    table = Table(title="txnchaos smoke run")
+    table = Table(title="txnchaos transactional smoke run")
     table.add_column("measure")
     table.add_column("value", justify="right")
-    table.add_row("records produced", str(result.produced))
-    table.add_row("acknowledged", str(result.acked))
-    table.add_row("delivery errors", str(result.delivery_errors))
-    table.add_row("consumed", str(result.consumed))
+    table.add_row("transactions", str(result.transactions))
+    table.add_row("committed / aborted", f"{result.committed} / {result.aborted}")
+    table.add_row("committed records", str(result.committed_records))
+    table.add_row("read (read_committed)", str(result.consumed))
+    table.add_row("aborted records read", str(result.aborted_read))
     table.add_row("duplicates", str(result.duplicates))
-    table.add_row("missing (acked, never read)", str(result.missing))
+    table.add_row("missing (committed, never read)", str(result.missing))
     table.add_row("partitions out of order", str(result.out_of_order))
-    rate = result.acked / result.produce_seconds if result.produce_seconds else 0
-    table.add_row("produce rate", f"{rate:,.0f} records/s")
-    crate = result.consumed / result.consume_seconds if result.consume_seconds else 0
-    table.add_row("consume rate", f"{crate:,.0f} records/s")
+    rate = result.transactions / result.produce_seconds if result.produce_seconds else 0
+    table.add_row("transaction rate", f"{rate:,.0f} transactions/s")
     console.print(table)
     for problem in result.problems:
         console.print(f"[red]problem:[/] {problem}")

@@ -20,6 +20,11 @@ class TxnConfig:
     ``marker_retry_backoff_ms`` .. ``marker_max_backoff_ms``: how a marker that could
     not be written is retried (doubling per attempt). ``marker_request_timeout_ms``
     bounds one WriteTxnMarkers round trip.
+
+    ``concurrent_wait_ms`` (``txnchaos.transaction.concurrent.wait.ms``, not a Kafka
+    setting): how long a request for a transaction whose markers are still in flight
+    waits for them before getting CONCURRENT_TRANSACTIONS; 0 answers at once, as
+    Kafka does.
     """
 
     num_partitions: int = 50
@@ -33,6 +38,7 @@ class TxnConfig:
     marker_request_timeout_ms: int = 10_000
     fsync: bool = False
     compact_min_bytes: int = 16 * 1024 * 1024
+    concurrent_wait_ms: int = 100
 
     @classmethod
     def from_settings(cls, settings: Any, **overrides: Any) -> TxnConfig:
@@ -57,6 +63,7 @@ class TxnConfig:
             "remove_expired_interval_ms": get(
                 "transaction.remove.expired.transaction.cleanup.interval.ms", 3_600_000
             ),
+            "concurrent_wait_ms": get("txnchaos.transaction.concurrent.wait.ms", 100),
         }
         values.update(overrides)
         return cls(**values)

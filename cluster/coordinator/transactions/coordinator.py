@@ -196,6 +196,7 @@ class TransactionCoordinator:
         self._loading: set[int] = set()
         self._inflight: dict[str, _Inflight] = {}
         self._unwritten_completions: set[str] = set()
+        self._settled: dict[str, asyncio.Event] = {}  # waiters for a completing transaction
         self._tasks: list[asyncio.Task[None]] = []
 
     # ------------------------------------------------------------------ partitions / life
@@ -616,6 +617,7 @@ class TransactionCoordinator:
             or not md.state.is_prepare
         ):
             self._inflight.pop(txn_id, None)
+            self._signal_settled(txn_id)
             return
         if not self._commit(md, md.prepare_complete(self.clock_ms())):
             # Keep the pending state (requests get CONCURRENT_TRANSACTIONS) and retry.
@@ -624,6 +626,7 @@ class TransactionCoordinator:
             return
         del self._inflight[txn_id]
         self._unwritten_completions.discard(txn_id)
+        self._signal_settled(txn_id)
         if md.state == S.COMPLETE_COMMIT:
             self.counters.transactions_committed += 1
         else:
@@ -635,6 +638,36 @@ class TransactionCoordinator:
                 md.state.value,
                 sorted(inflight.dropped),
             )
+
+    def _signal_settled(self, txn_id: str) -> None:
+        event = self._settled.pop(txn_id, None)
+        if event is not None:
+            event.set()
+
+    async def wait_if_completing(self, transactional_id: str | None) -> None:
+        """Hold a request for a transaction whose markers are still being written.
+
+        Kafka answers such requests (the next transaction's AddPartitionsToTxn, a
+        retried EndTxn, InitProducerId) with CONCURRENT_TRANSACTIONS at once and the
+        client retries after a backoff. Waiting here for up to
+        ``concurrent_wait_ms`` (usually a millisecond or two) gives the client the
+        answer it would get after its retry, without the backoff; 0 keeps Kafka's
+        immediate error. Markers that cannot be delivered still end in
+        CONCURRENT_TRANSACTIONS once the wait runs out.
+        """
+        wait_s = self.config.concurrent_wait_ms / 1000
+        if (
+            not transactional_id
+            or wait_s <= 0
+            or (
+                transactional_id not in self._inflight
+                and transactional_id not in self._unwritten_completions
+            )
+        ):
+            return
+        event = self._settled.setdefault(transactional_id, asyncio.Event())
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(event.wait(), wait_s)
 
     def retry_unwritten_completions(self) -> None:
         for txn_id in list(self._unwritten_completions):

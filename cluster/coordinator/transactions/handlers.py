@@ -93,6 +93,7 @@ class TransactionApis:
         self.c = coordinator
 
     async def add_partitions_to_txn(self, ctx: RequestContext, req: Any) -> Any:
+        await self.c.wait_if_completing(req.v3_and_below_transactional_id)
         results = partition_results(
             self.c,
             self.c.partition_exists,
@@ -119,12 +120,14 @@ class TransactionApis:
         )
 
     async def add_offsets_to_txn(self, ctx: RequestContext, req: Any) -> Any:
+        await self.c.wait_if_completing(req.transactional_id)
         error = self.c.add_offsets(
             req.transactional_id, req.producer_id, req.producer_epoch, req.group_id
         )
         return ctx.respond(throttle_time=0, error_code=fenced_for(ctx.api_version, error, 2))
 
     async def end_txn(self, ctx: RequestContext, req: Any) -> Any:
+        await self.c.wait_if_completing(req.transactional_id)
         error = self.c.end_txn(
             req.transactional_id, req.producer_id, req.producer_epoch, bool(req.committed)
         )

@@ -73,6 +73,7 @@ class InitProducerIdApi:
         if self.txn_coordinator is None:
             return InitResult(int(E.not_coordinator))
         expected = None if producer_id == -1 else (producer_id, producer_epoch)
+        await self.txn_coordinator.wait_if_completing(transactional_id)
         return await self.txn_coordinator.init_producer_id(transactional_id, timeout_ms, expected)
 
     async def handle(self, ctx: RequestContext, request: Any) -> Any:
