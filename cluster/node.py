@@ -27,6 +27,7 @@ import signal
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .broker.describe_producers_api import DescribeProducersApi
 from .broker.fetch_api import FetchApi
 from .broker.offsets_api import OffsetsApi
 from .broker.partition_manager import PartitionManager
@@ -42,6 +43,7 @@ from .coordinator.groups.txn_offset_commit_api import (
     register_txn_offset_commit,
 )
 from .coordinator.placement import KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION, CoordinatorPlacement
+from .coordinator.transactions.admin_api import TransactionAdminApis
 from .coordinator.transactions.config import TxnConfig
 from .coordinator.transactions.coordinator import TransactionCoordinator
 from .coordinator.transactions.factory import create_transaction_coordinator
@@ -187,6 +189,9 @@ class Node:
             self.metrics.add_collector(PartitionGauges(lambda: list(manager.partitions.values())))
         # Every node hands out producer ids; transactional ids need the local coordinator.
         InitProducerIdApi(self.producer_ids, self.transactions).register(self.registry)
+        TransactionAdminApis(self.transactions).register(self.registry)
+        if self.partitions is not None:
+            DescribeProducersApi(self.partitions).register(self.registry)
         # Markers land on brokers (partitions) and on coordinators (transactional offsets).
         WriteTxnMarkersApi(
             self.partitions,

@@ -94,7 +94,7 @@ def test_api_versions_lists_exactly_what_is_served(fuzz_cluster: LocalCluster) -
     assert ranges[1] == (4, 16)  # Fetch
     assert 22 in ranges  # InitProducerId
     assert ranges[24] == (0, 3)  # AddPartitionsToTxn: v4+ (KIP-890 verification) not yet
-    assert 65 not in ranges  # DescribeTransactions (KIP-664) is not served yet
+    assert ranges[61] == (0, 0) and ranges[65] == (0, 0)  # KIP-664 tooling
 
 
 @pytest.mark.parametrize(
