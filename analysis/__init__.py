@@ -1,6 +1,11 @@
-"""The analysis: a PySpark pipeline that judges a run directory.
+"""The analysis layer: judges a run directory on PySpark.
 
-Checkers (one module each under ``checkers/``, each with its written definition)
-find exactly-once anomalies, hanging transactions and wrong metrics; ``pipeline.py``
-runs them and writes ``verdict.json`` and ``report.html``.
+``pipeline.analyze(run_dir, master=None) -> Verdict`` loads the history (``load``), builds the
+shared projections once (``projections``), runs one checker module per anomaly class
+(``checkers/``, each module docstring is that checker's written definition), and writes
+``verdict.json`` (``verdict``) and a self-contained ``report.html`` (``report``).
+``pipeline.main_analyze(run_dir, master)`` is the ``txnchaos analyze`` entry point (exit code 0
+valid, 1 anomalies, 2 unreadable run directory). ``synthetic`` builds histories with injected
+anomalies for the tests and ``bench/analysis.py``. The history schema itself lives in
+``txnchaos.harness.history`` (shared with the recorder).
 """

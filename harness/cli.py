@@ -251,6 +251,23 @@ def cluster_status(state_file: Path) -> None:
     click.echo(json.dumps(state, indent=2))
 
 
+# ---- txnchaos analyze ----------------------------------------------------------------
+@main.command()
+@click.argument("run_dir", type=click.Path(path_type=Path))
+@click.option(
+    "--master",
+    default=None,
+    help="Spark master URL (default: local[2]); a real cluster for large histories.",
+)
+def analyze(run_dir: Path, master: str | None) -> None:
+    """Judge a run directory: write verdict.json and report.html into it and print a
+    summary. Exit code 0: valid; 1: anomalies found; 2: the run directory is
+    unreadable (the message says what is missing or broken)."""
+    from ..analysis.pipeline import main_analyze
+
+    sys.exit(main_analyze(run_dir, master))
+
+
 # ---- txnchaos demo -------------------------------------------------------------------
 @main.command()
 @click.option("--brokers", type=int, default=2, show_default=True)

@@ -1,0 +1,1 @@
+"""One module per checker; each module docstring is the checker's written definition."""

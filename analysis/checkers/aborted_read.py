@@ -1,0 +1,42 @@
+"""Aborted read: a read_committed consumer (or the final read) returned a record whose
+transaction aborted or never committed. A transaction is aborted when an abort was acknowledged,
+its commit definitely failed, or an abort was attempted without a commit; it never committed
+when no commit or abort was recorded at all (e.g. its writer crashed). Records of transactions
+whose commit outcome is unknown are left to the indeterminate-commit checker. Count: distinct
+records (values) so returned."""
+
+from __future__ import annotations
+
+from pyspark.sql import functions as F
+
+from ..projections import NOT_COMMITTED
+from .base import CheckOutput, anomalies, definition
+from .context import CheckContext
+
+NAME = "aborted_read"
+
+
+def check(ctx: CheckContext) -> CheckOutput:
+    out = CheckOutput(NAME, definition(__doc__), ("aborted_read",))
+    if not ctx.has_reads:
+        out.unknown = "no read_committed reads in the history"
+        return out
+    v = ctx.proj.values.filter((F.col("n_r") > 0) & F.col("status").isin(NOT_COMMITTED))
+    out.frames.append(
+        anomalies(
+            v,
+            NAME,
+            "aborted_read",
+            F.col("first_read.t"),
+            {
+                "value": F.col("value"),
+                "transaction": F.struct(
+                    F.col("writer"), F.col("vtxn").alias("txn"), F.col("status")
+                ),
+                "written": F.col("wr"),
+                "first_read": F.col("first_read"),
+                "times_read": F.col("n_r"),
+            },
+        )
+    )
+    return out

@@ -1,0 +1,57 @@
+"""Indeterminate commits: a transaction whose commit has an unknown outcome (``info``: timed out,
+connection lost, crash) must be wholly visible or wholly invisible in the final read: of its
+acknowledged (non-failed) writes, either all or none are returned by the final read_committed
+read. Count: transactions partly visible. Also reported: how many resolved each way."""
+
+from __future__ import annotations
+
+from pyspark.sql import functions as F
+
+from ..projections import INDETERMINATE
+from .base import CheckOutput, anomalies, definition
+from .context import CheckContext
+
+NAME = "indeterminate_commit"
+
+
+def check(ctx: CheckContext) -> CheckOutput:
+    out = CheckOutput(NAME, definition(__doc__), ("partly_visible",))
+    if not ctx.has_final_read:
+        out.unknown = "no final read: visibility of unknown-outcome commits cannot be judged"
+        return out
+    v = ctx.proj.values.filter(
+        (F.col("status") == INDETERMINATE)
+        & F.col("vtxn").isNotNull()
+        & (F.col("n_w") > 0)
+        & (F.col("wr.outcome") != "fail")
+    )
+    vis = F.col("n_final") > 0
+    g = v.groupBy("writer", "vtxn").agg(
+        F.count(F.lit(1)).alias("writes"),
+        F.sum(vis.cast("int")).alias("visible"),
+        F.min("commit_invoke_ns").alias("commit_invoked_ns"),
+        F.slice(F.sort_array(F.collect_list(F.when(vis, F.col("value")))), 1, 3).alias(
+            "visible_sample"
+        ),
+        F.slice(F.sort_array(F.collect_list(F.when(~vis, F.col("value")))), 1, 3).alias(
+            "invisible_sample"
+        ),
+    )
+    partial = g.filter((F.col("visible") > 0) & (F.col("visible") < F.col("writes")))
+    out.frames.append(
+        anomalies(
+            partial,
+            NAME,
+            "partly_visible",
+            F.col("commit_invoked_ns"),
+            {
+                "transaction": F.struct(F.col("writer"), F.col("vtxn").alias("txn")),
+                "commit_invoked_ns": F.col("commit_invoked_ns"),
+                "writes": F.col("writes"),
+                "visible_in_final_read": F.col("visible"),
+                "visible_sample": F.col("visible_sample"),
+                "invisible_sample": F.col("invisible_sample"),
+            },
+        )
+    )
+    return out

@@ -1,0 +1,271 @@
+"""Metrics: the cluster's own transaction metrics, as scraped from the nodes, against the ground
+truth computed from the history and the final cluster state. Tolerances:
+(a) PartitionsWithLateTransactionsCount — summed over nodes at the last scrape, it equals the
+number of partitions holding an open transaction older than transaction.max.timeout.ms + 5 min
+at that time (exact); and no sample is non-zero while the run is younger than that limit.
+(b) LastStableOffsetLag — per partition, the latest sample (max over nodes at that time), if
+taken no earlier than 2 s before the final state was captured, equals high watermark - LSO from
+the final state (exact). (c) ProducerIdCount — summed over nodes at the last scrape, at least
+the number of distinct producer ids with an acknowledged write and at most the sum over
+partitions of (distinct producer ids that attempted writes there x replicas). (d) transaction
+counters (TransactionsCommitted / TransactionsAborted, summed over nodes, restarts treated as
+resets) — committed lies between acknowledged commits and acknowledged + unknown-outcome commits;
+aborted is at least the acknowledged aborts (timeouts may add more). Only transactions that wrote
+something count. Rules whose metric is absent are listed as not checked; clusters that expose no
+metrics make the checker unknown. Count: violated rule instances."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pyspark.sql import Window
+from pyspark.sql import functions as F
+
+from ...harness.history.schema import MetricName as M
+from .base import CheckOutput, definition, row
+from .context import CheckContext
+
+NAME = "metrics"
+LATE_BUFFER_MS = 5 * 60 * 1000
+LAG_FRESHNESS_NS = 2_000_000_000
+COUNTERS = (M.TXNS_COMMITTED.value, M.TXNS_ABORTED.value)
+NODE_METRICS = (
+    M.PARTITIONS_WITH_LATE_TXNS.value,
+    M.LAST_STABLE_OFFSET_LAG.value,
+    M.PRODUCER_ID_COUNT.value,
+    *COUNTERS,
+)
+
+
+def check(ctx: CheckContext) -> CheckOutput:
+    out = CheckOutput(
+        NAME,
+        definition(__doc__),
+        ("late_transactions_count", "lso_lag", "producer_id_count", "transaction_counters"),
+    )
+    m = ctx.data.metrics
+    if m is None or not ctx.data.run.info.get("metrics_supported", True):
+        out.unknown = "the cluster exposes no metrics (skipped)"
+        return out
+    m = m.filter(F.col("name").isin(*NODE_METRICS))
+    last = (
+        m.groupBy("node", "name", "topic", "partition")
+        .agg(F.max("time_ns").alias("t"), F.max_by("value", "time_ns").alias("value"))
+        .collect()
+    )
+    w = Window.partitionBy("node", "name").orderBy("time_ns")
+    prev = F.lag("value").over(w)
+    inc = F.when(prev.isNull() | (F.col("value") < prev), F.col("value")).otherwise(
+        F.col("value") - prev
+    )
+    counters = {
+        r["name"]: r["total"]
+        for r in m.filter(F.col("name").isin(*COUNTERS) & F.col("topic").isNull())
+        .withColumn("inc", inc)
+        .groupBy("name")
+        .agg(F.sum("inc").alias("total"))
+        .collect()
+    }
+    names = {r["name"] for r in last}
+    if not names:
+        out.unknown = "no transaction metrics were scraped from the nodes (skipped)"
+        return out
+    missing = [n for n in NODE_METRICS if n not in names]
+    if missing:
+        out.notes.append("not exposed, not checked: " + ", ".join(missing))
+    fs = ctx.data.final_state
+    if M.PARTITIONS_WITH_LATE_TXNS.value in names:
+        _late(ctx, out, m, [r for r in last if r["name"] == M.PARTITIONS_WITH_LATE_TXNS.value])
+    if M.LAST_STABLE_OFFSET_LAG.value in names:
+        if fs is None:
+            out.notes.append("no final state: LastStableOffsetLag not checked")
+        else:
+            _lag(out, fs, [r for r in last if r["name"] == M.LAST_STABLE_OFFSET_LAG.value])
+    if M.PRODUCER_ID_COUNT.value in names:
+        _pids(ctx, out, fs, [r for r in last if r["name"] == M.PRODUCER_ID_COUNT.value])
+    if any(c in names for c in COUNTERS):
+        _counters(ctx, out, counters)
+    return out
+
+
+def _late(ctx: CheckContext, out: CheckOutput, m: Any, rows: list[Any]) -> None:
+    limit_ms = ctx.data.run.transaction_max_timeout_ms + LATE_BUFFER_MS
+    t = max(r["t"] for r in rows)
+    reported = sum(r["value"] for r in rows)
+    fs = ctx.data.final_state
+    if fs is not None:
+        late = {
+            (o.get("topic"), o.get("partition"))
+            for o in fs.get("open_transactions") or []
+            if o.get("start_ns") is not None and t - o["start_ns"] > limit_ms * 1_000_000
+        }
+        out.checked["late_transactions_final"] = 1
+        if reported != len(late):
+            out.rows.append(
+                row(
+                    NAME,
+                    "late_transactions_count",
+                    t,
+                    {
+                        "metric": M.PARTITIONS_WITH_LATE_TXNS.value,
+                        "reported_sum_over_nodes": reported,
+                        "expected": len(late),
+                        "late_partitions": sorted(map(list, late)),
+                        "per_node": {r["node"]: r["value"] for r in rows},
+                        "tolerance": "exact",
+                    },
+                )
+            )
+    started = ctx.data.run.info.get("started_ns")
+    if started is not None:
+        early = (
+            m.filter(
+                (F.col("name") == M.PARTITIONS_WITH_LATE_TXNS.value)
+                & (F.col("value") > 0)
+                & (F.col("time_ns") - F.lit(started) <= F.lit(limit_ms * 1_000_000))
+            )
+            .orderBy("time_ns")
+            .limit(1)
+            .collect()
+        )
+        for r in early:
+            out.rows.append(
+                row(
+                    NAME,
+                    "late_transactions_count",
+                    r["time_ns"],
+                    {
+                        "metric": M.PARTITIONS_WITH_LATE_TXNS.value,
+                        "node": r["node"],
+                        "reported": r["value"],
+                        "run_age_ms": (r["time_ns"] - started) // 1_000_000,
+                        "why": "no transaction can be late this early in the run",
+                    },
+                )
+            )
+
+
+def _lag(out: CheckOutput, fs: dict[str, Any], rows: list[Any]) -> None:
+    captured = fs.get("captured_ns") or 0
+    latest: dict[tuple[str, int], tuple[int, float, dict[str, float]]] = {}
+    for r in rows:
+        key = (r["topic"], r["partition"])
+        cur = latest.get(key)
+        if cur is None or r["t"] > cur[0]:
+            latest[key] = (r["t"], r["value"], {r["node"]: r["value"]})
+        elif r["t"] == cur[0]:
+            latest[key] = (cur[0], max(cur[1], r["value"]), {**cur[2], r["node"]: r["value"]})
+    stale = 0
+    for p in fs["partitions"]:
+        key = (p["topic"], p["partition"])
+        if key not in latest:
+            continue
+        t, value, per_node = latest[key]
+        if t < captured - LAG_FRESHNESS_NS:
+            stale += 1
+            continue
+        expected = p["high_watermark"] - p["lso"]
+        out.checked["lso_lag_partitions"] = out.checked.get("lso_lag_partitions", 0) + 1
+        if value != expected:
+            out.rows.append(
+                row(
+                    NAME,
+                    "lso_lag",
+                    t,
+                    {
+                        "metric": M.LAST_STABLE_OFFSET_LAG.value,
+                        "topic": p["topic"],
+                        "partition": p["partition"],
+                        "reported": value,
+                        "per_node": per_node,
+                        "expected": expected,
+                        "final_state": {"lso": p["lso"], "high_watermark": p["high_watermark"]},
+                        "tolerance": "exact",
+                    },
+                )
+            )
+    if stale:
+        out.notes.append(f"{stale} partitions' LastStableOffsetLag samples predate the final state")
+
+
+def _pids(ctx: CheckContext, out: CheckOutput, fs: dict[str, Any] | None, rows: list[Any]) -> None:
+    h = ctx.proj.h.filter((F.col("type") == "send") & F.col("producer_id").isNotNull())
+    per_pid = (
+        h.groupBy("topic", "partition", "producer_id")
+        .agg(F.max(F.col("outcome") == "ok").alias("acked"))
+        .collect()
+    )
+    lower = len({r["producer_id"] for r in per_pid if r["acked"]})
+    n_by_tp: dict[tuple[str, int], int] = {}
+    for r in per_pid:
+        n_by_tp[(r["topic"], r["partition"])] = n_by_tp.get((r["topic"], r["partition"]), 0) + 1
+    replicas = {
+        (p["topic"], p["partition"]): len(p.get("replicas") or [])
+        for p in (fs or {}).get("partitions", [])
+    }
+    upper: int | None = None
+    if fs is not None and all(replicas.get(tp) for tp in n_by_tp):
+        upper = sum(n * replicas[tp] for tp, n in n_by_tp.items())
+    t = max(r["t"] for r in rows)
+    reported = sum(r["value"] for r in rows)
+    out.checked["producer_id_count"] = 1
+    if reported < lower or (upper is not None and reported > upper):
+        out.rows.append(
+            row(
+                NAME,
+                "producer_id_count",
+                t,
+                {
+                    "metric": M.PRODUCER_ID_COUNT.value,
+                    "reported_sum_over_nodes": reported,
+                    "per_node": {r["node"]: r["value"] for r in rows},
+                    "expected_at_least": lower,
+                    "expected_at_most": upper,
+                },
+            )
+        )
+
+
+def _counters(ctx: CheckContext, out: CheckOutput, totals: dict[str, float]) -> None:
+    t = ctx.proj.txns.filter((F.col("n_sends") > 0) | F.col("has_offsets"))
+    agg = t.agg(
+        F.sum((F.col("commit_ok")).cast("int")).alias("commit_ok"),
+        F.sum((~F.col("commit_ok") & F.col("commit_info")).cast("int")).alias("commit_info"),
+        F.sum((F.col("abort_ok") & ~F.col("commit_ok")).cast("int")).alias("abort_ok"),
+    ).collect()[0]
+    ok, info, aborted = (int(agg[k] or 0) for k in ("commit_ok", "commit_info", "abort_ok"))
+    end = ctx.data.run.info.get("ended_ns")
+    if M.TXNS_COMMITTED.value in totals:
+        out.checked["committed_counter"] = 1
+        got = totals[M.TXNS_COMMITTED.value]
+        if not ok <= got <= ok + info:
+            out.rows.append(
+                row(
+                    NAME,
+                    "transaction_counters",
+                    end,
+                    {
+                        "metric": M.TXNS_COMMITTED.value,
+                        "reported_total": got,
+                        "expected_range": [ok, ok + info],
+                        "acknowledged_commits": ok,
+                        "unknown_outcome_commits": info,
+                    },
+                )
+            )
+    if M.TXNS_ABORTED.value in totals:
+        out.checked["aborted_counter"] = 1
+        got = totals[M.TXNS_ABORTED.value]
+        if got < aborted:
+            out.rows.append(
+                row(
+                    NAME,
+                    "transaction_counters",
+                    end,
+                    {
+                        "metric": M.TXNS_ABORTED.value,
+                        "reported_total": got,
+                        "expected_at_least": aborted,
+                    },
+                )
+            )

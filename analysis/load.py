@@ -1,0 +1,69 @@
+"""Run directory -> Spark DataFrames, with explicit schemas and errors that say what is wrong.
+
+A run directory holding only JSON Lines (a crashed or interrupted run) is compacted to Parquet
+first, so a partial run is still analysable.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pyspark.sql import DataFrame, SparkSession
+
+from ..harness.history.compact import compact_metrics, compact_to_parquet, read_faults
+from ..harness.history.run_dir import RunDir, RunDirError, open_run_dir
+from ..harness.history.schema import (
+    HISTORY_ARROW_SCHEMA,
+    METRIC_ARROW_SCHEMA,
+    history_spark_schema,
+    metrics_spark_schema,
+)
+
+
+@dataclass
+class RunData:
+    run: RunDir
+    history: DataFrame
+    metrics: DataFrame | None
+    faults: list[dict[str, Any]]
+    final_state: dict[str, Any] | None
+
+
+def _check_parquet(path: os.PathLike[str], expected: pa.Schema, what: str) -> None:
+    try:
+        schema = pq.read_schema(path)
+    except (OSError, pa.ArrowInvalid) as e:
+        raise RunDirError(f"{what} ({path}) is not a readable Parquet file: {e}") from e
+    missing = [f.name for f in expected if f.name not in schema.names]
+    if missing:
+        raise RunDirError(f"{what} ({path}) lacks columns: {', '.join(missing)}")
+    for f in expected:
+        got = schema.field(f.name).type
+        if got != f.type:
+            raise RunDirError(f"{what} ({path}): column {f.name} is {got}, expected {f.type}")
+
+
+def load_run(spark: SparkSession, path: str | os.PathLike[str]) -> RunData:
+    run = open_run_dir(path)
+    if run.history_parquet is None:
+        try:
+            compact_to_parquet(run.path)
+        except OSError as e:
+            raise RunDirError(f"cannot compact {run.path}/history/*.jsonl: {e}") from e
+        run = open_run_dir(path)
+    assert run.history_parquet is not None
+    _check_parquet(run.history_parquet, HISTORY_ARROW_SCHEMA, "history")
+    history = spark.read.schema(history_spark_schema()).parquet(str(run.history_parquet))
+    metrics = None
+    if run.metrics_parquet is None and run.metrics_jsonl:
+        compact_metrics(run.path)
+        run = open_run_dir(path)
+    if run.metrics_parquet is not None and run.info.get("metrics_supported", True):
+        _check_parquet(run.metrics_parquet, METRIC_ARROW_SCHEMA, "metrics")
+        metrics = spark.read.schema(metrics_spark_schema()).parquet(str(run.metrics_parquet))
+    faults = read_faults(run.path).to_pylist()
+    return RunData(run, history, metrics, faults, run.final_state)

@@ -1,0 +1,288 @@
+"""The analysis pipeline: run directory -> verdict.json + report.html.
+
+``analyze(run_dir, master=None) -> Verdict`` does the work; ``main_analyze(run_dir, master)``
+is what ``txnchaos analyze`` (and ``txnchaos run``) call: it prints a summary and returns the exit
+code — 0 valid, 1 anomalies found, 2 the run directory is unreadable (message on stderr).
+
+Cost model: the checkers only *describe* Spark DataFrames of anomaly rows; the pipeline unions
+them and runs one job to materialise the (normally empty) anomaly set, then a few tiny jobs for
+counts, examples and plot data.  Shared projections (see projections.py) mean each history
+column is shuffled a handful of times in total, not once per checker.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from functools import reduce
+from pathlib import Path
+from typing import Any
+
+from pyspark.errors import PySparkException
+from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+
+from ..harness.history.run_dir import REPORT_HTML, VERDICT_JSON, RunDirError
+from ..harness.history.schema import MetricName
+from .checkers import (
+    aborted_read,
+    consume_transform_produce,
+    duplicate,
+    hanging_transactions,
+    inconsistent_offsets,
+    indeterminate_commit,
+    lost_write,
+    metrics,
+    ordering,
+    precommitted_read,
+    torn_transaction,
+)
+from .checkers.base import CheckOutput
+from .checkers.context import CheckContext
+from .load import load_run
+from .projections import Projections
+from .spark import get_session
+from .verdict import INVALID, UNKNOWN, VALID, CheckerVerdict, Verdict, overall_status
+
+CHECKERS = (
+    aborted_read,
+    precommitted_read,
+    lost_write,
+    duplicate,
+    inconsistent_offsets,
+    ordering,
+    torn_transaction,
+    consume_transform_produce,
+    indeterminate_commit,
+    hanging_transactions,
+    metrics,
+)
+SEC = 1_000_000_000
+MAX_PLOT_PARTITIONS = 10
+MAX_PLOT_POINTS = 400
+
+
+def _op_timeline(h: DataFrame) -> list[dict[str, Any]]:
+    first = F.col("item").isNull() | (F.col("item") == 0)
+    lat = F.when(first, F.col("complete_ns") - F.col("invoke_ns"))
+    rows = (
+        h.groupBy(F.floor(F.col("invoke_ns") / SEC).alias("sec"), "type", "outcome")
+        .agg(
+            F.sum(first.cast("long")).alias("ops"),
+            F.count(F.lit(1)).alias("rows"),
+            F.sum(lat).alias("lat_sum"),
+            F.count(lat).alias("lat_n"),
+            F.max(lat).alias("lat_max"),
+        )
+        .collect()
+    )
+    return [r.asDict() for r in rows]
+
+
+def _anomaly_results(
+    frames: list[DataFrame], n_examples: int
+) -> tuple[dict[tuple[str, str], int], list[dict[str, Any]], list[dict[str, Any]]]:
+    if not frames:
+        return {}, [], []
+    union = reduce(DataFrame.unionByName, frames).persist()
+    try:
+        counts = {
+            (r["checker"], r["kind"]): int(r["n"])
+            for r in union.groupBy("checker", "kind").agg(F.sum("weight").alias("n")).collect()
+        }
+        if not counts:
+            return {}, [], []
+        w = Window.partitionBy("checker", "kind").orderBy(F.col("time_ns").asc_nulls_last())
+        ex = (
+            union.withColumn("rn", F.row_number().over(w))
+            .filter(F.col("rn") <= n_examples)
+            .drop("rn")
+            .collect()
+        )
+        examples = [{**r.asDict(), "evidence": json.loads(r["evidence"])} for r in ex]
+        tl = (
+            union.groupBy("checker", F.floor(F.col("time_ns") / SEC).alias("sec"))
+            .agg(F.sum("weight").alias("n"))
+            .collect()
+        )
+        return counts, examples, [r.asDict() for r in tl]
+    finally:
+        union.unpersist()
+
+
+def _lso_series(data: Any) -> dict[str, Any]:
+    m = data.metrics
+    if m is None:
+        return {}
+    lso_n, hw_n = MetricName.HARNESS_LSO.value, MetricName.HARNESS_HIGH_WATERMARK.value
+    harness = m.filter(F.col("name").isin(lso_n, hw_n) & F.col("topic").isNotNull())
+    lag = (
+        harness.groupBy("topic", "partition", "time_ns")
+        .agg(
+            (
+                F.max(F.when(F.col("name") == hw_n, F.col("value")))
+                - F.max(F.when(F.col("name") == lso_n, F.col("value")))
+            ).alias("lag")
+        )
+        .filter(F.col("lag").isNotNull())
+    )
+    source = "harness LSO/high-watermark samples"
+    bounds = lag.agg(F.min("time_ns"), F.max("time_ns"), F.count(F.lit(1))).collect()[0]
+    if not bounds[2]:
+        lag = (
+            m.filter(
+                (F.col("name") == MetricName.LAST_STABLE_OFFSET_LAG.value)
+                & F.col("topic").isNotNull()
+            )
+            .groupBy("topic", "partition", "time_ns")
+            .agg(F.max("value").alias("lag"))
+        )
+        source = "LastStableOffsetLag metric"
+        bounds = lag.agg(F.min("time_ns"), F.max("time_ns"), F.count(F.lit(1))).collect()[0]
+        if not bounds[2]:
+            return {}
+    t0, t1 = bounds[0], bounds[1]
+    bucket = max(SEC, (t1 - t0) // MAX_PLOT_POINTS + 1)
+    top = (
+        lag.groupBy("topic", "partition")
+        .agg(F.max("lag").alias("m"))
+        .orderBy(F.col("m").desc(), "topic", "partition")
+        .limit(MAX_PLOT_PARTITIONS)
+        .collect()
+    )
+    keys = [(r["topic"], r["partition"]) for r in top]
+    cond = reduce(
+        lambda a, b: a | b,
+        [(F.col("topic") == t) & (F.col("partition") == p) for t, p in keys],
+    )
+    pts = (
+        lag.filter(cond)
+        .groupBy("topic", "partition", F.floor((F.col("time_ns") - F.lit(t0)) / bucket).alias("b"))
+        .agg(F.max("lag").alias("lag"))
+        .collect()
+    )
+    series: dict[str, list[tuple[float, float]]] = {}
+    for r in pts:
+        series.setdefault(f"{r['topic']}/{r['partition']}", []).append(
+            ((t0 + r["b"] * bucket) / SEC, float(r["lag"]))
+        )
+    return {"source": source, "series": {k: sorted(v) for k, v in series.items()}}
+
+
+def _verdicts(
+    outputs: list[CheckOutput],
+    counts: dict[tuple[str, str], int],
+    examples: list[dict[str, Any]],
+    n_examples: int,
+) -> dict[str, CheckerVerdict]:
+    result: dict[str, CheckerVerdict] = {}
+    for o in outputs:
+        kinds = {k: counts.get((o.name, k), 0) for k in o.kinds}
+        for r in o.rows:
+            kinds[r["kind"]] = kinds.get(r["kind"], 0) + int(r.get("weight", 1))
+        ex = [e for e in examples if e["checker"] == o.name]
+        by_kind: dict[str, int] = {}
+        for r in sorted(o.rows, key=lambda r: (r["time_ns"] is None, r["time_ns"] or 0)):
+            if by_kind.get(r["kind"], 0) < n_examples:
+                by_kind[r["kind"]] = by_kind.get(r["kind"], 0) + 1
+                ex.append(r)
+        ex.sort(key=lambda e: (e["kind"], e["time_ns"] is None, e["time_ns"] or 0))
+        total = sum(kinds.values())
+        status = INVALID if total else (UNKNOWN if o.unknown else VALID)
+        result[o.name] = CheckerVerdict(
+            name=o.name,
+            status=status,
+            definition=o.definition,
+            counts=kinds,
+            anomaly_count=total,
+            examples=[{k: v for k, v in e.items() if k != "checker"} for e in ex],
+            reason=o.unknown,
+            notes=o.notes,
+            checked=o.checked,
+        )
+    return result
+
+
+def analyze(
+    run_dir: str | os.PathLike[str],
+    master: str | None = None,
+    *,
+    spark: SparkSession | None = None,
+    examples: int = 5,
+    write: bool = True,
+) -> Verdict:
+    """Judge one run directory. Raises :class:`RunDirError` if it cannot be read."""
+    timings: dict[str, float] = {}
+    t0 = time.perf_counter()
+    spark = spark or get_session(master)
+    timings["spark_start_s"] = time.perf_counter() - t0
+    t = time.perf_counter()
+    data = load_run(spark, run_dir)
+    try:
+        timeline = _op_timeline(data.history)
+    except PySparkException as e:
+        raise RunDirError(f"history of {run_dir} could not be read: {e}") from e
+    timings["load_s"] = time.perf_counter() - t
+    type_counts: dict[str, int] = {}
+    events = 0
+    for r in timeline:
+        type_counts[r["type"]] = type_counts.get(r["type"], 0) + int(r["ops"])
+        events += int(r["rows"])
+    proj = Projections(data)
+    ctx = CheckContext(data, proj, type_counts, examples)
+    t = time.perf_counter()
+    outputs = [mod.check(ctx) for mod in CHECKERS]
+    frames = [f for o in outputs for f in o.frames]
+    counts, ex, anomaly_tl = _anomaly_results(frames, examples)
+    timings["checkers_s"] = time.perf_counter() - t
+    t = time.perf_counter()
+    txn_status = {
+        r["status"]: int(r["count"]) for r in proj.txns.groupBy("status").count().collect()
+    }
+    lso = _lso_series(data) if write else {}
+    timings["summaries_s"] = time.perf_counter() - t
+    proj.release()
+    checkers = _verdicts(outputs, counts, ex, examples)
+    for o in outputs:
+        for r in o.rows:
+            if r["time_ns"] is not None:
+                anomaly_tl.append({"checker": o.name, "sec": r["time_ns"] // SEC, "n": r["weight"]})
+    verdict = Verdict(
+        run_dir=str(run_dir),
+        status=overall_status(checkers),
+        checkers=checkers,
+        stats={
+            "events": events,
+            "ops": sum(type_counts.values()),
+            "ops_by_type": dict(sorted(type_counts.items())),
+            "transactions": dict(sorted(txn_status.items())),
+        },
+        timings=timings,
+        series={"ops": timeline, "anomalies": anomaly_tl, "lso_lag": lso},
+        faults=data.faults,
+        run=data.run.info,
+    )
+    timings["total_s"] = time.perf_counter() - t0
+    if write:
+        from .report import render_report
+
+        root = Path(run_dir)
+        verdict.write(root / VERDICT_JSON)
+        (root / REPORT_HTML).write_text(render_report(verdict), encoding="utf-8")
+    return verdict
+
+
+def main_analyze(run_dir: str | os.PathLike[str], master: str | None = None) -> int:
+    """Entry point for ``txnchaos analyze RUN_DIR [--master URL]``: prints a summary, writes
+    verdict.json and report.html into RUN_DIR, returns 0 (valid), 1 (anomalies) or 2 (the run
+    directory is unreadable)."""
+    try:
+        verdict = analyze(run_dir, master)
+    except RunDirError as e:
+        print(f"txnchaos analyze: {e}", file=sys.stderr)
+        return 2
+    print(verdict.summary())
+    print(f"wrote {Path(run_dir) / VERDICT_JSON} and {Path(run_dir) / REPORT_HTML}")
+    return verdict.exit_code

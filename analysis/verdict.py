@@ -1,0 +1,83 @@
+"""The verdict: per checker valid / invalid / unknown, counts per kind, first examples with
+evidence; overall validity; and the summaries the report plots.  Serialised as verdict.json."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+VALID, INVALID, UNKNOWN = "valid", "invalid", "unknown"
+
+
+@dataclass
+class CheckerVerdict:
+    name: str
+    status: str
+    definition: str
+    counts: dict[str, int]
+    anomaly_count: int
+    examples: list[dict[str, Any]] = field(default_factory=list)
+    reason: str | None = None
+    notes: list[str] = field(default_factory=list)
+    checked: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class Verdict:
+    run_dir: str
+    status: str
+    checkers: dict[str, CheckerVerdict]
+    stats: dict[str, Any] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict)
+    #: plot data (not part of the judgement): per-second op timeline, anomaly timeline, LSO lag
+    series: dict[str, Any] = field(default_factory=dict)
+    faults: list[dict[str, Any]] = field(default_factory=list)
+    run: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def valid(self) -> bool:
+        return self.status != INVALID
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.status == INVALID else 0
+
+    def to_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        d.pop("series")
+        return d
+
+    def write(self, path: str | os.PathLike[str]) -> None:
+        p = Path(path)
+        tmp = p.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(self.to_json(), indent=1, default=str), encoding="utf-8")
+        tmp.replace(p)
+
+    def summary(self) -> str:
+        lines = [f"verdict: {self.status.upper()}  ({self.run_dir})"]
+        for c in self.checkers.values():
+            detail = (
+                ", ".join(f"{k}={v}" for k, v in c.counts.items() if v) if c.anomaly_count else ""
+            )
+            if c.status == UNKNOWN:
+                detail = c.reason or ""
+            lines.append(f"  {c.name:<28} {c.status:<8} {c.anomaly_count:>8}  {detail}")
+        if self.stats:
+            s = self.stats
+            lines.append(
+                f"  events={s.get('events', 0)} ops={s.get('ops', 0)} "
+                f"transactions={s.get('transactions', {})}"
+            )
+        return "\n".join(lines)
+
+
+def overall_status(checkers: dict[str, CheckerVerdict]) -> str:
+    statuses = {c.status for c in checkers.values()}
+    if INVALID in statuses:
+        return INVALID
+    if statuses == {UNKNOWN}:
+        return UNKNOWN
+    return VALID

@@ -1,0 +1,12 @@
+"""Workloads: locust users that drive confluent-kafka clients and record a complete history.
+
+Modules: :mod:`.config` (the scenario's workload section), :mod:`.clients` (recording client
+wrappers), :mod:`.workers` (per-kind logic, locust-free), :mod:`.users` (locust users),
+:mod:`.runner` (locust as a library: local, web UI, distributed), :mod:`.crash` /
+:mod:`.crashable` (client processes that can be SIGKILLed), :mod:`.final_read` (the final
+read_committed read of every partition).
+
+This package's ``__init__`` imports nothing heavy: importing :mod:`.users` or :mod:`.runner`
+imports locust, which monkey-patches the whole process with gevent, so those must be imported
+first by an entry point (before anything that starts threads).
+"""

@@ -1,0 +1,765 @@
+"""Thin confluent-kafka wrappers that record every operation in the history.
+
+Three concerns are kept apart:
+
+* **Where blocking calls run** (:class:`Executor`).  Under locust (gevent) a blocking librdkafka
+  call (flush, commit_transaction, consume, ...) would freeze every user, so
+  :class:`GeventExecutor` runs it in gevent's native thread pool and parks only the calling
+  greenlet.  Outside gevent (the crashable subprocess, the final read) :class:`DirectExecutor`
+  just calls it.
+* **What is recorded** (:class:`~txnchaos.harness.history.writer.HistoryWriter`): an
+  ``invoke`` line before the call and a ``complete`` line after it, with the outcome classified
+  from the :class:`KafkaError` (:func:`classify`).  Delivery reports arrive on the thread that
+  serves the client (inside flush/poll); the writer is thread-safe, so they are recorded there.
+* **What is reported to locust** (:data:`Reporter`): request events must be fired from the
+  greenlet, never from a pool thread, so results are queued (:class:`EventQueue`) and the
+  greenlet drains the queue after every blocking call.
+
+Outcome rules (Jepsen's ok / fail / info):
+
+* A send is ``ok`` with the acked offset; ``fail`` when librdkafka says the record was never
+  sent (purged from the queue) or a broker rejected it with a non-retriable error; ``info``
+  otherwise (timed out, purged in flight, retries exhausted: it may be in the log).
+* commit_transaction: ``ok``; ``fail`` when the error requires an abort (the transaction did
+  not commit; the abort is then recorded as its own op); a retriable error (timeout) is retried
+  up to ``retries`` times inside the same op and is ``info`` if none settles it; a fatal error
+  is ``info`` (EndTxn may have reached the coordinator) and the producer must be recreated.
+* abort_transaction: ``ok``; retriable errors retried; otherwise ``info``.
+
+Producer id and epoch: librdkafka does not expose them through the API, so they are taken from
+its statistics JSON (``eos.producer_id`` / ``eos.producer_epoch``, every
+``statistics.interval.ms``).  A snapshot is only used when it was taken after the last
+operation that can change them (init, abort, a fatal or abortable error), so a recorded epoch is
+never a stale one; until then they are left out.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import enum
+import json
+import random
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar
+
+from confluent_kafka import (
+    OFFSET_BEGINNING,
+    Consumer,
+    KafkaError,
+    KafkaException,
+    Message,
+    Producer,
+    TopicPartition,
+)
+
+from ..history.schema import EventType, Isolation, Outcome
+from ..history.writer import HistoryWriter, Op
+
+T = TypeVar("T")
+
+#: ``reporter(request_type, name, response_time_ms, exception)``; called from the greenlet.
+Reporter = Callable[[str, str, float, BaseException | None], None]
+
+PAD_HEADER = "txnchaos-pad"
+
+
+def _no_report(_rt: str, _name: str, _ms: float, _exc: BaseException | None) -> None:
+    return None
+
+
+# -- executors ------------------------------------------------------------------------------
+
+
+class Executor(Protocol):
+    def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T: ...
+
+
+class DirectExecutor:
+    """Runs the call on the current thread (no gevent)."""
+
+    def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        return fn(*args, **kwargs)
+
+
+class GeventExecutor:
+    """Runs blocking calls in gevent's hub thread pool; only the calling greenlet waits.
+
+    The pool's ``maxsize`` is raised to at least ``min_threads`` (one thread per concurrently
+    blocked user; the default pool of 10 would serialise a larger workload).
+    """
+
+    def __init__(self, min_threads: int = 64) -> None:
+        import gevent
+
+        self._gevent = gevent
+        pool = gevent.get_hub().threadpool
+        if pool.maxsize < min_threads:
+            pool.maxsize = min_threads
+
+    def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        return self._gevent.get_hub().threadpool.apply(fn, args, kwargs)
+
+
+# -- errors ----------------------------------------------------------------------------------
+
+
+class ErrorClass(enum.StrEnum):
+    FATAL = "fatal"
+    ABORTABLE = "abortable"
+    RETRIABLE = "retriable"
+    OTHER = "other"
+
+
+def kafka_error(exc: BaseException) -> KafkaError | None:
+    if isinstance(exc, KafkaException) and exc.args and isinstance(exc.args[0], KafkaError):
+        return exc.args[0]
+    return None
+
+
+def classify(err: KafkaError | None) -> ErrorClass:
+    """Fatal beats abortable beats retriable (librdkafka's own precedence)."""
+    if err is None:
+        return ErrorClass.OTHER
+    if err.fatal():
+        return ErrorClass.FATAL
+    if err.txn_requires_abort():
+        return ErrorClass.ABORTABLE
+    if err.retriable():
+        return ErrorClass.RETRIABLE
+    return ErrorClass.OTHER
+
+
+def error_name(err: KafkaError | BaseException | None) -> str | None:
+    if err is None:
+        return None
+    if isinstance(err, BaseException):
+        ke = kafka_error(err)
+        if ke is None:
+            return f"{type(err).__name__}: {err}"
+        err = ke
+    name = err.name() or str(err.code())
+    return f"{name} ({classify(err).value}): {err.str()}"
+
+
+#: Local error code for which librdkafka guarantees the record was never sent.
+_NEVER_SENT = frozenset({KafkaError._PURGE_QUEUE})
+
+
+def send_outcome(err: KafkaError) -> Outcome:
+    """Outcome of a failed delivery report (see the module docstring)."""
+    code = err.code()
+    if code in _NEVER_SENT:
+        return Outcome.FAIL
+    if code > 0 and not err.retriable():
+        return Outcome.FAIL
+    return Outcome.INFO
+
+
+class ClientError(RuntimeError):
+    """A client operation failed; ``error_class`` says what the caller must do next."""
+
+    def __init__(self, what: str, err: KafkaError | None, cause: BaseException | None = None):
+        super().__init__(f"{what}: {error_name(err) if err is not None else cause}")
+        self.err = err
+        self.error_class = classify(err)
+
+
+class ProducerReset(ClientError):
+    """The producer is unusable (fatal error, or an in-doubt commit/abort): recreate it."""
+
+
+# -- locust event queue -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Event:
+    request_type: str
+    name: str
+    ms: float
+    exc: BaseException | None
+
+
+class EventQueue:
+    """Results produced on pool threads, reported later from the greenlet."""
+
+    def __init__(self, reporter: Reporter) -> None:
+        self.reporter = reporter
+        self._q: collections.deque[_Event] = collections.deque()
+
+    def put(self, request_type: str, name: str, ms: float, exc: BaseException | None) -> None:
+        self._q.append(_Event(request_type, name, ms, exc))
+
+    def drain(self) -> None:
+        while True:
+            try:
+                e = self._q.popleft()
+            except IndexError:
+                return
+            self.reporter(e.request_type, e.name, e.ms, e.exc)
+
+
+class OperationFailed(Exception):
+    """Exception object handed to locust for a failed or unknown operation."""
+
+
+def _ms_since(ns: int) -> float:
+    return (time.time_ns() - ns) / 1e6
+
+
+# -- producer ---------------------------------------------------------------------------------
+
+
+@dataclass
+class _Stats:
+    producer_id: int | None = None
+    producer_epoch: int | None = None
+    txn_state: str | None = None
+    taken_ns: int = 0
+
+
+class ProducerClient:
+    """A confluent-kafka Producer (idempotent, optionally transactional) that records ops.
+
+    ``conf`` is the full librdkafka configuration; ``transactional.id`` in it makes the client
+    transactional.  Every public method reports its queued locust events before it returns.
+    """
+
+    def __init__(
+        self,
+        conf: Mapping[str, Any],
+        writer: HistoryWriter,
+        *,
+        executor: Executor | None = None,
+        reporter: Reporter | None = None,
+        request_type: str = "txn",
+        padding_bytes: int = 0,
+        producer_factory: Callable[[dict[str, Any]], Any] = Producer,
+    ) -> None:
+        self.writer = writer
+        self.executor: Executor = executor or DirectExecutor()
+        self.events = EventQueue(reporter or _no_report)
+        self.request_type = request_type
+        self.transactional_id: str | None = conf.get("transactional.id")  # type: ignore[assignment]
+        self._pad = b"\0" * padding_bytes if padding_bytes else None
+        self._conf = dict(conf)
+        if self._conf.get("statistics.interval.ms"):
+            self._conf["stats_cb"] = self._on_stats
+        self._factory = producer_factory
+        self._stats = _Stats()
+        self._stats_lock = threading.Lock()
+        self._ids_valid_after_ns = time.time_ns()
+        self.producer: Any = self._factory(self._conf)
+        self.initialized = False
+        self.open_txn: int | None = None
+        #: A delivery report said the open transaction must be aborted.
+        self.txn_abortable = False
+        #: A fatal error was reported: the producer must be recreated.
+        self.fatal = False
+        self.unacked = 0
+        self._unacked_lock = threading.Lock()
+
+    # -- identity ---------------------------------------------------------------------------
+
+    def _on_stats(self, raw: str) -> None:
+        try:
+            eos = json.loads(raw).get("eos") or {}
+        except ValueError:
+            return
+        pid = eos.get("producer_id")
+        with self._stats_lock:
+            self._stats = _Stats(
+                producer_id=pid if isinstance(pid, int) and pid >= 0 else None,
+                producer_epoch=eos.get("producer_epoch"),
+                txn_state=eos.get("txn_state"),
+                taken_ns=time.time_ns(),
+            )
+
+    def _invalidate_ids(self) -> None:
+        with self._stats_lock:
+            self._ids_valid_after_ns = time.time_ns()
+
+    def id_fields(self) -> dict[str, Any]:
+        """transactional_id, and producer_id/epoch when a fresh stats snapshot has them."""
+        out: dict[str, Any] = {"transactional_id": self.transactional_id}
+        with self._stats_lock:
+            s = self._stats
+            if s.producer_id is not None and s.taken_ns > self._ids_valid_after_ns:
+                out["producer_id"] = s.producer_id
+                if isinstance(s.producer_epoch, int) and s.producer_epoch >= 0:
+                    out["producer_epoch"] = s.producer_epoch
+        return out
+
+    # -- plumbing ---------------------------------------------------------------------------
+
+    def _run(self, fn: Callable[..., T], *args: Any) -> T:
+        try:
+            return self.executor.run(fn, *args)
+        finally:
+            self.events.drain()
+
+    def _report(self, name: str, started_ns: int, outcome: Outcome, error: str | None) -> None:
+        exc = None if outcome == Outcome.OK else OperationFailed(f"{outcome.value}: {error}")
+        self.events.put(self.request_type, name, _ms_since(started_ns), exc)
+
+    def _finish(
+        self, op: Op, name: str, outcome: Outcome, error: str | None = None, **fields: Any
+    ) -> None:
+        self.writer.complete(op, outcome, error=error, **{**self.id_fields(), **fields})
+        self._report(name, op.invoke_ns, outcome, error)
+        self.events.drain()
+
+    # -- transactional API -------------------------------------------------------------------
+
+    def init(self, timeout_s: float) -> Outcome:
+        """init_transactions (INIT op). Raises :class:`ProducerReset` on failure."""
+        self._invalidate_ids()
+        op = self.writer.invoke(EventType.INIT, transactional_id=self.transactional_id)
+        try:
+            self._run(self.producer.init_transactions, timeout_s)
+        except KafkaException as e:
+            err = kafka_error(e)
+            # A timed-out InitProducerId may still have bumped the epoch: unknown.
+            outcome = Outcome.INFO if classify(err) == ErrorClass.RETRIABLE else Outcome.FAIL
+            self._finish(op, "init", outcome, error_name(err))
+            raise ProducerReset("init_transactions", err, e) from e
+        self.initialized = True
+        self._finish(op, "init", Outcome.OK)
+        return Outcome.OK
+
+    def begin(self, txn: int) -> None:
+        op = self.writer.invoke(EventType.BEGIN, txn=txn, **self.id_fields())
+        try:
+            self.producer.begin_transaction()  # client-local, never blocks
+        except KafkaException as e:
+            err = kafka_error(e)
+            self._finish(op, "begin", Outcome.FAIL, error_name(err))
+            if classify(err) == ErrorClass.FATAL:
+                raise ProducerReset("begin_transaction", err, e) from e
+            raise ClientError("begin_transaction", err, e) from e
+        self.open_txn = txn
+        self.txn_abortable = False
+        self._finish(op, "begin", Outcome.OK)
+
+    def send(
+        self,
+        topic: str,
+        partition: int,
+        value: str,
+        *,
+        key: str | None = None,
+        txn: int | None = None,
+        source: str | None = None,
+    ) -> Op:
+        """Produce one record (SEND op, completed by its delivery report)."""
+        item = {"topic": topic, "partition": partition, "value": value, "key": key}
+        if source is not None:
+            item["source"] = source
+        op = self.writer.invoke(EventType.SEND, items=[item], txn=txn, **self.id_fields())
+        headers = [(PAD_HEADER, self._pad)] if self._pad else None
+
+        def on_delivery(err: KafkaError | None, msg: Message) -> None:
+            self._on_delivery(op, item, err, msg)
+
+        while True:
+            try:
+                self.producer.produce(
+                    topic,
+                    value=value.encode(),
+                    key=key.encode() if key is not None else None,
+                    partition=partition,
+                    headers=headers,
+                    on_delivery=on_delivery,
+                )
+                break
+            except BufferError:
+                # Local queue full: serve delivery reports off the loop, then retry.
+                self._run(self.producer.poll, 0.1)
+            except KafkaException as e:
+                err = kafka_error(e)
+                self._finish(op, "send", Outcome.FAIL, error_name(err))
+                if classify(err) == ErrorClass.FATAL:
+                    self.fatal = True
+                    raise ProducerReset("produce", err, e) from e
+                if classify(err) == ErrorClass.ABORTABLE:
+                    self.txn_abortable = True
+                raise ClientError("produce", err, e) from e
+        with self._unacked_lock:
+            self.unacked += 1
+        return op
+
+    def _on_delivery(
+        self, op: Op, item: dict[str, Any], err: KafkaError | None, msg: Message
+    ) -> None:
+        # Runs on whichever thread serves the producer (a pool thread under gevent).
+        with self._unacked_lock:
+            self.unacked -= 1
+        if err is None:
+            off = msg.offset()
+            done = {**item, "offset": off if off is not None and off >= 0 else None}
+            self.writer.complete(op, Outcome.OK, items=[done], **self.id_fields())
+            self._report("send", op.invoke_ns, Outcome.OK, None)
+            return
+        if classify(err) in (ErrorClass.ABORTABLE, ErrorClass.FATAL):
+            self.txn_abortable = True
+            self.fatal = self.fatal or classify(err) == ErrorClass.FATAL
+            self._invalidate_ids()
+        outcome = send_outcome(err)
+        self.writer.complete(op, outcome, error=error_name(err), **self.id_fields())
+        self._report("send", op.invoke_ns, outcome, error_name(err))
+
+    def poll(self, timeout_s: float = 0.0) -> None:
+        """Serve delivery reports and statistics."""
+        self._run(self.producer.poll, timeout_s)
+
+    def flush(self, timeout_s: float) -> int:
+        """Wait for every outstanding delivery report; returns how many are still pending."""
+        return int(self._run(self.producer.flush, timeout_s))
+
+    def send_offsets(
+        self,
+        txn: int,
+        offsets: list[TopicPartition],
+        group_metadata: Any,
+        group_id: str | None,
+        timeout_s: float,
+    ) -> None:
+        """send_offsets_to_transaction (SEND_OFFSETS op); raises :class:`ClientError`."""
+        items = [
+            {"topic": tp.topic, "partition": tp.partition, "offset": tp.offset} for tp in offsets
+        ]
+        op = self.writer.invoke(
+            EventType.SEND_OFFSETS, items=items, txn=txn, group_id=group_id, **self.id_fields()
+        )
+        try:
+            self._run(self.producer.send_offsets_to_transaction, offsets, group_metadata, timeout_s)
+        except KafkaException as e:
+            err = kafka_error(e)
+            cls = classify(err)
+            # Retriable (timeout): the offsets may or may not be in the transaction.
+            outcome = Outcome.INFO if cls == ErrorClass.RETRIABLE else Outcome.FAIL
+            self._finish(op, "send_offsets", outcome, error_name(err))
+            if cls == ErrorClass.FATAL:
+                raise ProducerReset("send_offsets_to_transaction", err, e) from e
+            self.txn_abortable = True  # do not commit a transaction with unknown offsets
+            raise ClientError("send_offsets_to_transaction", err, e) from e
+        self._finish(op, "send_offsets", Outcome.OK)
+
+    def commit(self, txn: int, timeout_s: float, retries: int) -> Outcome:
+        """commit_transaction (COMMIT op); on an abortable error aborts (ABORT op) and returns
+        ``fail``.  Raises :class:`ProducerReset` when the outcome stays unknown."""
+        op = self.writer.invoke(EventType.COMMIT, txn=txn, **self.id_fields())
+        attempt = 0
+        while True:
+            try:
+                self._run(self.producer.commit_transaction, timeout_s)
+            except KafkaException as e:
+                err = kafka_error(e)
+                cls = classify(err)
+                if cls == ErrorClass.ABORTABLE:
+                    self._finish(op, "commit", Outcome.FAIL, error_name(err))
+                    self.abort(txn, timeout_s, retries)
+                    return Outcome.FAIL
+                if cls == ErrorClass.RETRIABLE and attempt < retries:
+                    attempt += 1
+                    continue
+                self._invalidate_ids()
+                self._finish(op, "commit", Outcome.INFO, error_name(err))
+                self.open_txn = None
+                raise ProducerReset("commit_transaction", err, e) from e
+            self.open_txn = None
+            self._finish(op, "commit", Outcome.OK)
+            return Outcome.OK
+
+    def abort(self, txn: int, timeout_s: float, retries: int) -> Outcome:
+        """abort_transaction (ABORT op).  Raises :class:`ProducerReset` if it cannot settle."""
+        self._invalidate_ids()  # KIP-360: an abort after an error may bump the epoch
+        op = self.writer.invoke(EventType.ABORT, txn=txn, **self.id_fields())
+        attempt = 0
+        while True:
+            try:
+                self._run(self.producer.abort_transaction, timeout_s)
+            except KafkaException as e:
+                err = kafka_error(e)
+                if classify(err) == ErrorClass.RETRIABLE and attempt < retries:
+                    attempt += 1
+                    continue
+                self._finish(op, "abort", Outcome.INFO, error_name(err))
+                self.open_txn = None
+                raise ProducerReset("abort_transaction", err, e) from e
+            self.open_txn = None
+            self.txn_abortable = False
+            self._finish(op, "abort", Outcome.OK)
+            return Outcome.OK
+
+    def close(self, *, abort_open: bool = False, timeout_s: float = 10.0) -> None:
+        """Flush and release the producer.
+
+        An open transaction is left open (the coordinator aborts it after
+        transaction.timeout.ms, or the next producer with this transactional.id fences it)
+        unless ``abort_open``: Producer.close() would abort it, so it is not called then.
+        """
+        if self.producer is None:
+            return
+        try:
+            if abort_open and self.open_txn is not None and self.initialized:
+                with contextlib.suppress(ClientError):
+                    self.abort(self.open_txn, timeout_s, 0)
+            self._run(self.producer.flush, timeout_s)
+            if self.open_txn is None:
+                self._run(self.producer.close)
+        except (KafkaException, RuntimeError):
+            pass
+        finally:
+            # Dropping the last reference destroys the handle without an EndTxn.
+            self.producer = None
+            self.events.drain()
+
+
+# -- consumer ---------------------------------------------------------------------------------
+
+
+def _decode(b: bytes | None) -> str | None:
+    return None if b is None else b.decode("utf-8", errors="replace")
+
+
+def record_items(msgs: Iterable[Message]) -> tuple[list[dict[str, Any]], list[str]]:
+    """History items for the records of a consume() batch, and the errors it carried."""
+    items: list[dict[str, Any]] = []
+    errors: list[str] = []
+    for m in msgs:
+        err = m.error()
+        if err is not None:
+            if err.code() != KafkaError._PARTITION_EOF:
+                errors.append(error_name(err) or "")
+            continue
+        items.append(
+            {
+                "topic": m.topic(),
+                "partition": m.partition(),
+                "offset": m.offset(),
+                "value": _decode(m.value()),
+                "key": _decode(m.key()),
+            }
+        )
+    return items, errors
+
+
+def _tp_items(parts: Iterable[TopicPartition], with_offset: bool = True) -> list[dict[str, Any]]:
+    out = []
+    for tp in parts:
+        it: dict[str, Any] = {"topic": tp.topic, "partition": tp.partition}
+        if with_offset and tp.offset is not None and tp.offset >= 0:
+            it["offset"] = tp.offset
+        out.append(it)
+    return out
+
+
+class ConsumerClient:
+    """A confluent-kafka Consumer that records polls, assignments, seeks and commits."""
+
+    def __init__(
+        self,
+        conf: Mapping[str, Any],
+        writer: HistoryWriter,
+        *,
+        executor: Executor | None = None,
+        reporter: Reporter | None = None,
+        request_type: str = "consumer",
+        event_type: EventType = EventType.POLL,
+        consumer_factory: Callable[[dict[str, Any]], Any] = Consumer,
+    ) -> None:
+        self.writer = writer
+        self.executor: Executor = executor or DirectExecutor()
+        self.events = EventQueue(reporter or _no_report)
+        self.request_type = request_type
+        self.event_type = event_type
+        self.group_id: str | None = conf.get("group.id")  # type: ignore[assignment]
+        self.isolation = str(conf.get("isolation.level", Isolation.READ_COMMITTED.value))
+        self.consumer: Any = consumer_factory(dict(conf))
+        #: Called (on the serving thread) after a revoke is recorded, e.g. to drop state.
+        self.on_revoked: Callable[[list[TopicPartition]], None] | None = None
+        self.on_assigned: Callable[[list[TopicPartition]], None] | None = None
+        #: Partition-EOF events of the last poll (``enable.partition.eof``): topic, partition,
+        #: offset reached.
+        self.eof: list[tuple[str, int, int]] = []
+
+    def _run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        try:
+            return self.executor.run(fn, *args, **kwargs)
+        finally:
+            self.events.drain()
+
+    def _fields(self) -> dict[str, Any]:
+        return {"group_id": self.group_id}
+
+    # -- rebalance callbacks (run inside consume(), on the serving thread) --------------------
+
+    def _cb_assign(self, consumer: Any, parts: list[TopicPartition]) -> None:
+        self.writer.record(EventType.ASSIGN, items=_tp_items(parts), **self._fields())
+        self.events.put(self.request_type, "assign", 0.0, None)
+        if self.on_assigned:
+            self.on_assigned(parts)
+
+    def _cb_revoke(self, consumer: Any, parts: list[TopicPartition]) -> None:
+        self.writer.record(
+            EventType.REVOKE, items=_tp_items(parts, with_offset=False), **self._fields()
+        )
+        self.events.put(self.request_type, "revoke", 0.0, None)
+        if self.on_revoked:
+            self.on_revoked(parts)
+
+    def _cb_lost(self, consumer: Any, parts: list[TopicPartition]) -> None:
+        self.writer.record(
+            EventType.REVOKE,
+            Outcome.INFO,
+            items=_tp_items(parts, with_offset=False),
+            error="partitions lost",
+            **self._fields(),
+        )
+        if self.on_revoked:
+            self.on_revoked(parts)
+
+    # -- API ------------------------------------------------------------------------------
+
+    def subscribe(self, topics: list[str]) -> None:
+        self.consumer.subscribe(
+            topics, on_assign=self._cb_assign, on_revoke=self._cb_revoke, on_lost=self._cb_lost
+        )
+
+    def assign(self, parts: list[TopicPartition]) -> None:
+        """Explicit assignment (ASSIGN op with the starting offsets)."""
+        self.consumer.assign(parts)
+        self.writer.record(EventType.ASSIGN, items=_tp_items(parts), **self._fields())
+
+    def seek(self, parts: list[TopicPartition]) -> None:
+        for tp in parts:
+            self._run(self.consumer.seek, tp)
+        self.writer.record(EventType.SEEK, items=_tp_items(parts), **self._fields())
+
+    def watermarks(self, topic: str, partition: int, timeout_s: float) -> tuple[int, int]:
+        res = self._run(
+            self.consumer.get_watermark_offsets, TopicPartition(topic, partition), timeout_s
+        )
+        if res is None:
+            raise ClientError(f"get_watermark_offsets {topic}/{partition}", None, TimeoutError())
+        return int(res[0]), int(res[1])
+
+    def poll(self, max_records: int, timeout_s: float) -> list[Message]:
+        """consume() (one POLL op with the records returned, in order)."""
+        invoke_ns = time.time_ns()
+        try:
+            msgs = self._run(self.consumer.consume, max_records, timeout_s)
+        except (KafkaException, RuntimeError) as e:
+            err = kafka_error(e)
+            self.writer.record(
+                self.event_type,
+                Outcome.FAIL,
+                invoke_ns=invoke_ns,
+                error=error_name(err or e),
+                isolation=self.isolation,
+                **self._fields(),
+            )
+            self.events.put(self.request_type, "poll", _ms_since(invoke_ns), e)
+            self.events.drain()
+            raise ClientError("consume", err, e) from e
+        items, errors = record_items(msgs)
+        self.eof = [
+            (m.topic(), m.partition(), m.offset())
+            for m in msgs
+            if m.error() is not None and m.error().code() == KafkaError._PARTITION_EOF
+        ]
+        self.writer.record(
+            self.event_type,
+            Outcome.OK,
+            invoke_ns=invoke_ns,
+            items=items,
+            error="; ".join(errors) if errors else None,
+            isolation=self.isolation,
+            **self._fields(),
+        )
+        self.events.put(self.request_type, "poll", _ms_since(invoke_ns), None)
+        self.events.drain()
+        return [m for m in msgs if m.error() is None]
+
+    def commit(self, offsets: list[TopicPartition]) -> Outcome:
+        """Synchronous offset commit (COMMIT_OFFSETS op)."""
+        op = self.writer.invoke(
+            EventType.COMMIT_OFFSETS, items=_tp_items(offsets), **self._fields()
+        )
+        try:
+            self._run(self.consumer.commit, offsets=offsets, asynchronous=False)
+        except KafkaException as e:
+            err = kafka_error(e)
+            outcome = Outcome.INFO if classify(err) == ErrorClass.RETRIABLE else Outcome.FAIL
+            self.writer.complete(op, outcome, error=error_name(err))
+            self.events.put(self.request_type, "commit", _ms_since(op.invoke_ns), e)
+            self.events.drain()
+            return outcome
+        self.writer.complete(op, Outcome.OK)
+        self.events.put(self.request_type, "commit", _ms_since(op.invoke_ns), None)
+        self.events.drain()
+        return Outcome.OK
+
+    def group_metadata(self) -> Any:
+        return self.consumer.consumer_group_metadata()
+
+    def positions(self, parts: list[TopicPartition]) -> list[TopicPartition]:
+        return list(self._run(self.consumer.position, parts))
+
+    def close(self) -> None:
+        if self.consumer is None:
+            return
+        try:
+            self._run(self.consumer.close)
+        except (KafkaException, RuntimeError):
+            pass
+        finally:
+            self.consumer = None
+            self.events.drain()
+
+
+def next_offsets(msgs: Iterable[Message]) -> list[TopicPartition]:
+    """Per partition, the offset after the last record of ``msgs`` (what to commit)."""
+    last: dict[tuple[str, int], int] = {}
+    for m in msgs:
+        last[(m.topic(), m.partition())] = m.offset() + 1
+    return [TopicPartition(t, p, o) for (t, p), o in sorted(last.items())]
+
+
+def first_offsets(msgs: Iterable[Message]) -> list[TopicPartition]:
+    """Per partition, the first offset of ``msgs`` (where to rewind after an abort)."""
+    first: dict[tuple[str, int], int] = {}
+    for m in msgs:
+        first.setdefault((m.topic(), m.partition()), m.offset())
+    return [TopicPartition(t, p, o) for (t, p), o in sorted(first.items())]
+
+
+def chance(rng: random.Random, p: float) -> bool:
+    return p > 0 and rng.random() < p
+
+
+__all__ = [
+    "OFFSET_BEGINNING",
+    "ClientError",
+    "ConsumerClient",
+    "DirectExecutor",
+    "ErrorClass",
+    "EventQueue",
+    "Executor",
+    "GeventExecutor",
+    "ProducerClient",
+    "ProducerReset",
+    "Reporter",
+    "chance",
+    "classify",
+    "error_name",
+    "first_offsets",
+    "kafka_error",
+    "next_offsets",
+    "record_items",
+    "send_outcome",
+]

@@ -1,0 +1,159 @@
+"""A workload user as its own OS process, so that it can be SIGKILLed (client crash faults).
+
+Started by :mod:`.crash` as ``python -m txnchaos.harness.workload.crashable ARGS`` with the
+workload config (JSON) on stdin.  No locust and no gevent here: blocking calls run directly.
+
+Protocol on stdout (one line each, flushed): ``READY`` once the worker has started, then
+``HOLD <detail>`` when it reaches its hold point and stops there until it is killed:
+
+* ``before-commit`` (transactional producer, copier): the ``hold_after``-th transaction has
+  begun, its records are sent and acknowledged (flushed, so they are in the log) and, for a
+  copier, its offsets sent; commit is never called.  The open transaction must later be
+  aborted by the coordinator (transaction.timeout.ms) or fenced by a successor.
+* ``before-ack`` (idempotent producer): a batch is produced and the process never serves its
+  delivery reports: the history holds sends without completions.
+* ``in-poll`` (consumer, copier): after ``hold_after`` steps, ``HOLD`` is printed just before a
+  long consume() call, so a kill lands in the middle of the poll.
+
+SIGTERM is a clean stop (clients closed without aborting an open transaction).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+import time
+from pathlib import Path
+from types import FrameType
+
+from .config import load_workload
+from .workers import (
+    FLUSH_TIMEOUT_S,
+    EOSCopierWorker,
+    IdempotentProducerWorker,
+    ReadCommittedConsumerWorker,
+    TransactionalProducerWorker,
+    Worker,
+    WorkerContext,
+)
+
+HOLDS = ("none", "before-commit", "before-ack", "in-poll")
+
+
+def say(line: str) -> None:
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
+
+
+def hold_forever() -> None:
+    while True:
+        time.sleep(3600)
+
+
+def hold(worker: Worker, how: str) -> None:
+    """Go to the hold point, announce it, and block."""
+    if how == "before-commit" and isinstance(worker, TransactionalProducerWorker):
+        txn = worker.begin()
+        worker.send_records(txn)
+        assert worker.client is not None
+        worker.client.flush(FLUSH_TIMEOUT_S)
+        say(f"HOLD txn={txn}")
+        hold_forever()
+    if how == "before-commit" and isinstance(worker, EOSCopierWorker):
+        p, c = worker.producer, worker.consumer
+        assert p is not None and c is not None
+        if not p.initialized:
+            p.init(worker.spec.op_timeout_s)
+        while True:
+            msgs = c.poll(worker.spec.max_records_per_txn, worker.spec.poll_timeout_ms / 1000)
+            if msgs:
+                break
+        txn = worker.next_txn
+        worker.next_txn += 1
+        p.begin(txn)
+        for i, m in enumerate(msgs):
+            from ..history.schema import encode_value
+
+            p.send(
+                worker.spec.output_topic,
+                m.partition() % worker.out_partitions,
+                encode_value(worker.process, txn, i),
+                txn=txn,
+                source=m.value().decode("utf-8", errors="replace") if m.value() else None,
+            )
+        from .clients import next_offsets
+
+        p.send_offsets(txn, next_offsets(msgs), c.group_metadata(), worker.group_id, 30.0)
+        p.flush(FLUSH_TIMEOUT_S)
+        say(f"HOLD txn={txn}")
+        hold_forever()
+    if how == "before-ack" and isinstance(worker, IdempotentProducerWorker):
+        worker.send_batch()
+        say(f"HOLD sent={worker.next_index}")
+        hold_forever()
+    if how == "in-poll" and isinstance(worker, ReadCommittedConsumerWorker | EOSCopierWorker):
+        c = worker.client if isinstance(worker, ReadCommittedConsumerWorker) else worker.consumer
+        assert c is not None
+        say("HOLD poll")
+        while True:
+            c.poll(1000, 30.0)
+    raise SystemExit(f"hold point {how!r} does not apply to a {worker.kind}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m txnchaos.harness.workload.crashable")
+    ap.add_argument("--user", type=int, required=True, help="index into the config's users")
+    ap.add_argument("--process", required=True, help="process (history) name")
+    ap.add_argument("--index", type=int, default=0, help="user index ({index} in templates)")
+    ap.add_argument("--bootstrap", required=True)
+    ap.add_argument("--run-dir", required=True, type=Path)
+    ap.add_argument("--seed", type=int)
+    ap.add_argument("--hold", choices=HOLDS, default="none")
+    ap.add_argument("--hold-after", type=int, default=0, help="complete steps before holding")
+    ap.add_argument("--flush-every", type=int, default=1)
+    args = ap.parse_args(argv)
+
+    config = load_workload(json.loads(sys.stdin.read()))
+    spec = config.users[args.user]
+    ctx = WorkerContext(
+        config=config,
+        run_dir=args.run_dir,
+        bootstrap=args.bootstrap,
+        seed=args.seed,
+        flush_every=args.flush_every,
+    )
+    from .workers import WORKERS
+
+    worker = WORKERS[spec.kind](spec, ctx, args.process, args.index)
+    stopping = False
+
+    def on_term(_sig: int, _frame: FrameType | None) -> None:
+        nonlocal stopping
+        if stopping:
+            return
+        stopping = True
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, on_term)
+    try:
+        worker.start()
+        say("READY")
+        steps = 0
+        while True:
+            if args.hold != "none" and steps >= args.hold_after:
+                hold(worker, args.hold)
+            worker.step()
+            steps += 1
+    except KeyboardInterrupt:
+        pass
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        worker.stop(abort_open=False)
+    say("STOPPED")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,348 @@
+"""Run the workload with locust as a library: headless with live stats, ``--web``, distributed.
+
+IMPORT ORDER: this module imports locust first, and locust monkey-patches the process with
+gevent (sockets, threading, time.sleep, subprocess).  Import it before anything that creates
+threads or sockets (the orchestrator's entry point should ``import
+txnchaos.harness.workload.runner`` at its very top).  Afterwards ``time.sleep`` in the caller
+yields to the users' greenlets, so an orchestrator can simply sleep while the workload runs.
+
+Orchestrator API::
+
+    wl = WorkloadRunner(config, run_dir, bootstrap, seed=7)   # config: WorkloadConfig or dict
+    wl.start()                  # creates topics, spawns users (returns at once)
+    wl.stats()                  # LiveStats: users, requests, failures, ops/s, fails/s, by name
+    wl.stop()                   # clean stop: tasks finish, clients flushed and closed,
+                                #   open transactions left open unless abort_open_on_stop
+    # or simply: wl.run(duration_s)
+
+Distributed mode (locust's master/worker over ZeroMQ): start one master and any number of
+workers, all with the same workload config and bootstrap; each worker writes the histories of
+its users into its own ``--run-dir`` (a path on that machine; process names carry the worker
+index, ``txn-producer-w3-0``, so the directories merge without clashes)::
+
+    python -m txnchaos.harness.workload.runner --config wl.yaml --bootstrap B --run-dir R \\
+        --master --expect-workers 2 --duration 300 [--web]
+    python -m txnchaos.harness.workload.runner --config wl.yaml --bootstrap B --run-dir R \\
+        --worker --master-host MASTER_IP
+
+``--config`` accepts a workload YAML/JSON file, or a scenario file with a ``workload:`` key.
+"""
+
+from __future__ import annotations
+
+import locust  # first of all: locust monkey-patches the process with gevent
+
+# isort: split
+import argparse
+import json
+import logging
+import socket
+import sys
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import gevent
+from locust.env import Environment
+from locust.stats import stats_history, stats_printer
+
+from .clients import GeventExecutor
+from .config import WorkloadConfig, load_workload
+from .topics import ensure_topics
+from .users import WorkloadRuntime, user_classes
+from .workers import NameAllocator, WorkerContext
+
+log = logging.getLogger(__name__)
+
+__all__ = ["LiveStats", "WorkloadRunner", "locust", "main"]
+
+
+@dataclass
+class LiveStats:
+    time_ns: int
+    users: int
+    requests: int
+    failures: int
+    ops_per_s: float
+    failures_per_s: float
+    #: ``"<request_type>/<name>"`` -> {requests, failures, ops_per_s, avg_ms, p99_ms}
+    by_name: dict[str, dict[str, float]] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+def _ui_ignores_argv() -> None:
+    """locust's web UI re-parses ``sys.argv`` with locust's own parser to list its extra
+    options, which fails on a host program's arguments (``--web`` is ambiguous there); make it
+    parse an empty command line instead."""
+    from locust import argument_parser
+
+    orig = argument_parser.ui_extra_args_dict
+    if getattr(orig, "_txnchaos", False):
+        return
+
+    def ui_extra_args_dict(args: list[str] | None = None) -> dict[str, dict[str, Any]]:
+        return orig([] if args is None else args)
+
+    ui_extra_args_dict._txnchaos = True  # type: ignore[attr-defined]
+    argument_parser.ui_extra_args_dict = ui_extra_args_dict
+
+
+class WorkloadRunner:
+    """locust as a library for one run.  ``mode`` is ``local``, ``master`` or ``worker``."""
+
+    def __init__(
+        self,
+        config: WorkloadConfig | Mapping[str, Any],
+        run_dir: str | Path,
+        bootstrap: str,
+        *,
+        seed: int | None = None,
+        web: bool = False,
+        web_host: str = "127.0.0.1",
+        web_port: int | None = None,
+        print_stats: bool = True,
+        spawn_rate: float | None = None,
+        stop_timeout_s: float = 90.0,
+        abort_open_on_stop: bool = False,
+        flush_every: int = 1,
+        fsync: bool = False,
+        mode: str = "local",
+        master_host: str = "127.0.0.1",
+        master_port: int = 5557,
+        master_bind_host: str = "127.0.0.1",
+        expect_workers: int = 1,
+        create_topics: bool = True,
+        stats_callback: Callable[[LiveStats], None] | None = None,
+        stats_interval_s: float = 1.0,
+    ) -> None:
+        if mode not in ("local", "master", "worker"):
+            raise ValueError(f"mode must be local, master or worker, not {mode!r}")
+        self.config = load_workload(config)
+        self.run_dir = Path(run_dir)
+        self.bootstrap = bootstrap
+        self.mode = mode
+        self.web = web
+        self.web_host = web_host
+        self.web_port = web_port
+        self.print_stats = print_stats
+        self.master_host, self.master_port = master_host, master_port
+        self.master_bind_host = master_bind_host
+        self.expect_workers = expect_workers
+        self.create_topics = create_topics
+        self.stats_callback = stats_callback
+        self.stats_interval_s = stats_interval_s
+        self.user_classes = user_classes(self.config)
+        self.user_count = sum(u.fixed_count for u in self.user_classes)
+        self.spawn_rate = spawn_rate or max(1.0, float(self.user_count))
+        ctx = WorkerContext(
+            config=self.config,
+            run_dir=self.run_dir,
+            bootstrap=bootstrap,
+            executor=GeventExecutor(min_threads=max(64, 2 * self.user_count + 8)),
+            seed=seed,
+            flush_every=flush_every,
+            fsync=fsync,
+        )
+        self.env = Environment(user_classes=list(self.user_classes), stop_timeout=stop_timeout_s)
+        self.env.txnchaos = WorkloadRuntime(  # type: ignore[attr-defined]
+            ctx=ctx, names=NameAllocator(self.run_dir), abort_open_on_stop=abort_open_on_stop
+        )
+        self._greenlets: list[gevent.Greenlet] = []
+        self.web_url: str | None = None
+        self.started = False
+        self.stopped = False
+
+    # -- lifecycle --------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Create topics and spawn the users (master: once ``expect_workers`` connected)."""
+        if self.started:
+            return
+        self.started = True
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        if self.create_topics and self.mode != "worker":
+            ensure_topics(self.bootstrap, self.config.topics)
+        env = self.env
+        if self.mode == "local":
+            runner = env.create_local_runner()
+        elif self.mode == "master":
+            runner = env.create_master_runner(self.master_bind_host, self.master_port)
+        else:
+            env.create_worker_runner(self.master_host, self.master_port)
+            return  # a worker spawns what the master tells it
+        if self.web:
+            _ui_ignores_argv()
+            port = self.web_port or free_port(self.web_host)
+            env.create_web_ui(self.web_host, port)
+            self.web_url = f"http://{self.web_host}:{port}"
+            log.info("locust web UI on %s", self.web_url)
+        self._greenlets.append(gevent.spawn(stats_history, runner))
+        if self.print_stats:
+            self._greenlets.append(gevent.spawn(stats_printer(env.stats)))
+        if self.stats_callback is not None:
+            self._greenlets.append(gevent.spawn(self._stats_loop))
+        if self.mode == "master":
+            deadline = time.monotonic() + 120
+            while runner.worker_count < self.expect_workers:  # type: ignore[attr-defined]
+                if time.monotonic() > deadline:
+                    raise TimeoutError(
+                        f"only {runner.worker_count} of {self.expect_workers} workers connected"  # type: ignore[attr-defined]
+                    )
+                gevent.sleep(0.2)
+        if self.user_count:
+            runner.start(self.user_count, spawn_rate=self.spawn_rate)
+
+    def wait_spawned(self, timeout_s: float = 60.0) -> bool:
+        """Wait until every user has been spawned (local mode)."""
+        deadline = time.monotonic() + timeout_s
+        runner = self.env.runner
+        while runner is not None and runner.user_count < self.user_count:
+            if time.monotonic() > deadline:
+                return False
+            gevent.sleep(0.05)
+        return True
+
+    def _stats_loop(self) -> None:
+        while True:
+            gevent.sleep(self.stats_interval_s)
+            try:
+                self.stats_callback(self.stats())  # type: ignore[misc]
+            except Exception:
+                log.exception("stats callback failed")
+
+    def stats(self) -> LiveStats:
+        """Live statistics (on a master: aggregated over its workers)."""
+        s = self.env.stats
+        total = s.total
+        by_name = {
+            f"{e.method}/{e.name}": {
+                "requests": e.num_requests,
+                "failures": e.num_failures,
+                "ops_per_s": e.current_rps,
+                "avg_ms": e.avg_response_time,
+                "p99_ms": e.get_response_time_percentile(0.99) if e.num_requests else 0.0,
+            }
+            for e in s.entries.values()
+        }
+        runner = self.env.runner
+        return LiveStats(
+            time_ns=time.time_ns(),
+            users=runner.user_count if runner is not None else 0,
+            requests=total.num_requests,
+            failures=total.num_failures,
+            ops_per_s=total.current_rps,
+            failures_per_s=total.current_fail_per_sec,
+            by_name=by_name,
+        )
+
+    def stop(self) -> LiveStats:
+        """Clean stop: users finish their current task, then close their clients."""
+        if self.stopped:
+            return self.stats()
+        self.stopped = True
+        final = self.stats()
+        runner = self.env.runner
+        if runner is not None:
+            runner.quit()
+        for g in self._greenlets:
+            g.kill(block=False)
+        if self.env.web_ui is not None:
+            self.env.web_ui.stop()
+        return final
+
+    def run(self, duration_s: float) -> LiveStats:
+        """start(), run for ``duration_s``, stop(); returns the final statistics."""
+        self.start()
+        try:
+            if self.mode == "worker":
+                runner = self.env.runner
+                assert runner is not None
+                runner.greenlet.join()
+                return self.stats()
+            gevent.sleep(duration_s)
+        finally:
+            final = self.stop()
+        return final
+
+    def __enter__(self) -> WorkloadRunner:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+# -- command line -------------------------------------------------------------------------------
+
+
+def _load_config_file(path: Path) -> WorkloadConfig:
+    text = path.read_text(encoding="utf-8")
+    if path.suffix == ".json":
+        data = json.loads(text)
+    else:
+        import yaml
+
+        data = yaml.safe_load(text)
+    if isinstance(data, dict) and "workload" in data:
+        data = data["workload"]
+    return load_workload(data)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m txnchaos.harness.workload.runner")
+    ap.add_argument("--config", required=True, type=Path, help="workload or scenario YAML/JSON")
+    ap.add_argument("--bootstrap", required=True)
+    ap.add_argument("--run-dir", required=True, type=Path)
+    ap.add_argument("--duration", type=float, default=60.0, help="seconds (local/master)")
+    ap.add_argument("--seed", type=int)
+    ap.add_argument("--web", action="store_true", help="open locust's web UI on 127.0.0.1")
+    ap.add_argument("--web-port", type=int)
+    ap.add_argument("--quiet", action="store_true", help="no live stats table")
+    ap.add_argument("--abort-open-on-stop", action="store_true")
+    role = ap.add_mutually_exclusive_group()
+    role.add_argument("--master", action="store_true")
+    role.add_argument("--worker", action="store_true")
+    ap.add_argument("--master-host", default="127.0.0.1")
+    ap.add_argument("--master-bind-host", default="127.0.0.1")
+    ap.add_argument("--master-port", type=int, default=5557)
+    ap.add_argument("--expect-workers", type=int, default=1)
+    args = ap.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    from .config import WorkloadConfigError
+
+    try:
+        config = _load_config_file(args.config)
+    except (OSError, WorkloadConfigError, ValueError) as e:
+        print(e, file=sys.stderr)
+        return 2
+    wl = WorkloadRunner(
+        config,
+        args.run_dir,
+        args.bootstrap,
+        seed=args.seed,
+        web=args.web,
+        web_port=args.web_port,
+        print_stats=not args.quiet,
+        abort_open_on_stop=args.abort_open_on_stop,
+        mode="master" if args.master else "worker" if args.worker else "local",
+        master_host=args.master_host,
+        master_port=args.master_port,
+        master_bind_host=args.master_bind_host,
+        expect_workers=args.expect_workers,
+    )
+    final = wl.run(args.duration)
+    print(json.dumps(final.to_dict(), indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

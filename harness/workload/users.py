@@ -1,0 +1,158 @@
+"""Locust users: one class per workload kind, one subclass per user spec of a scenario.
+
+Each user instance wraps a :class:`~.workers.Worker` with its own process name (history file,
+writer identity in the values).  Blocking librdkafka calls run in gevent's thread pool
+(:class:`~.clients.GeventExecutor`); locust request events are fired here, from the user's
+greenlet, with ``request_type`` the client kind (``txn``, ``idempotent``, ``consumer``,
+``copier``) and ``name`` the operation (``init``, ``begin``, ``send``, ``send_offsets``,
+``commit``, ``abort``, ``poll``, ``assign``, ``revoke``).
+
+The users find their shared run context on the locust environment
+(``environment.txnchaos`` = :class:`WorkloadRuntime`), which :mod:`.runner` sets.
+
+Importing this module imports locust, which monkey-patches the process with gevent: import it
+(or :mod:`.runner`) before anything that starts threads.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import re
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import gevent
+import locust  # noqa: F401  (first: gevent monkey-patching)
+from gevent import GreenletExit
+from locust import User, constant, constant_throughput, task
+
+from .workers import NameAllocator, Worker, WorkerContext, make_worker
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class WorkloadRuntime:
+    """What the users of one locust environment share."""
+
+    ctx: WorkerContext
+    names: NameAllocator
+    #: A clean stop aborts open transactions only when this is set.
+    abort_open_on_stop: bool = False
+    #: How long a stopping user lets its current step (transaction) finish.
+    task_grace_s: float = 60.0
+
+
+class WorkloadUser(User):
+    """Base class: runs one worker's ``step()`` per task."""
+
+    abstract = True
+    spec: ClassVar[Any] = None
+    worker: Worker | None = None
+
+    def _runtime(self) -> WorkloadRuntime:
+        rt = getattr(self.environment, "txnchaos", None)
+        if rt is None:
+            raise RuntimeError("environment.txnchaos is not set (start users through runner.py)")
+        return rt
+
+    def _report(self, request_type: str, name: str, ms: float, exc: BaseException | None) -> None:
+        self.environment.events.request.fire(
+            request_type=request_type,
+            name=name,
+            response_time=ms,
+            response_length=0,
+            exception=exc,
+            context={"process": self.worker.process if self.worker else None},
+        )
+
+    def on_start(self) -> None:
+        rt = self._runtime()
+        runner = self.environment.runner
+        index = getattr(runner, "worker_index", -1)
+        if type(runner).__name__ == "WorkerRunner" and index >= 0 and not rt.names.tag:
+            rt.names.tag = f"w{index}"
+        ctx = dataclasses.replace(rt.ctx, reporter=self._report)
+        self.worker = make_worker(self.spec, ctx, rt.names)
+        self.worker.start()
+
+    @task
+    def step(self) -> None:
+        """One worker step, shielded from locust's kill.
+
+        locust stops a user that it sees waiting by killing its greenlet, and the kill can land
+        after the wait ended and the next task began (for ``wait_time`` 0 nearly always); a
+        transaction would then be cut between its sends and its commit by a *clean* stop.  So
+        the step runs in its own greenlet, and a kill of the user's greenlet waits (up to
+        ``task_grace_s``) for the step to finish before it takes effect.
+        """
+        assert self.worker is not None
+        inner = gevent.spawn(self.worker.step)
+        try:
+            inner.get()
+        except GreenletExit:
+            inner.join(timeout=self._runtime().task_grace_s)
+            inner.kill(block=False)
+            raise
+
+    def on_stop(self) -> None:
+        if self.worker is not None:
+            try:
+                self.worker.stop(abort_open=self._runtime().abort_open_on_stop)
+            except Exception:
+                log.exception("stopping %s", self.worker.process)
+
+
+class TransactionalProducerUser(WorkloadUser):
+    abstract = True
+
+
+class IdempotentProducerUser(WorkloadUser):
+    abstract = True
+
+
+class ReadCommittedConsumerUser(WorkloadUser):
+    abstract = True
+
+
+class EOSCopierUser(WorkloadUser):
+    abstract = True
+
+
+USER_BASES: dict[str, type[WorkloadUser]] = {
+    "transactional_producer": TransactionalProducerUser,
+    "idempotent_producer": IdempotentProducerUser,
+    "read_committed_consumer": ReadCommittedConsumerUser,
+    "eos_copier": EOSCopierUser,
+}
+
+
+def user_classes(config: Any) -> list[type[WorkloadUser]]:
+    """One concrete user class per spec with ``count > 0``.
+
+    Class names are derived from the config only (``<Base>_<prefix>``), so a master and its
+    workers started with the same config agree on them (locust's distributed mode sends class
+    names).
+    """
+    out: list[type[WorkloadUser]] = []
+    for spec in config.users:
+        if spec.count == 0:
+            continue
+        base = USER_BASES[spec.kind]
+        prefix = config.process_prefix(spec)
+        name = f"{base.__name__}_{re.sub(r'[^A-Za-z0-9_]', '_', prefix)}"
+        wait = constant_throughput(spec.rate) if spec.rate else constant(spec.pause_ms / 1000.0)
+        cls = type(
+            name,
+            (base,),
+            {
+                "abstract": False,
+                "spec": spec,
+                "fixed_count": spec.count,
+                "wait_time": wait,
+                "__module__": __name__,
+            },
+        )
+        out.append(cls)
+    return out

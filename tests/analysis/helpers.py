@@ -1,0 +1,24 @@
+"""Shared helpers: build a synthetic run, analyse it, read counts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+from txnchaos.analysis.pipeline import analyze
+from txnchaos.analysis.synthetic import Synth, SynthConfig
+from txnchaos.analysis.verdict import Verdict
+
+
+def build(**cfg: object) -> Synth:
+    return Synth(SynthConfig(**cfg)).build()  # type: ignore[arg-type]
+
+
+def judge(spark: SparkSession, synth: Synth, tmp: Path, write: bool = False) -> Verdict:
+    synth.write(tmp)
+    return analyze(tmp, spark=spark, write=write)
+
+
+def counts(v: Verdict) -> dict[str, dict[str, int]]:
+    return {name: {k: n for k, n in c.counts.items() if n} for name, c in v.checkers.items()}

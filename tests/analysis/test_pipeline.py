@@ -1,0 +1,100 @@
+"""The command-level behaviour: files written, exit codes, partial run directories."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from pyspark.sql import SparkSession
+
+from txnchaos.analysis import pipeline
+from txnchaos.analysis.synthetic import Synth, SynthConfig
+from txnchaos.harness.history import EventType, HistoryWriter, encode_value
+from txnchaos.harness.history.run_dir import write_run_info
+
+
+def test_main_analyze_writes_verdict_and_report(
+    spark: SparkSession, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    synth = Synth(SynthConfig()).build()
+    synth.inject_aborted_read()
+    synth.write(tmp_path)
+    assert pipeline.main_analyze(tmp_path) == 1
+    out = capsys.readouterr().out
+    assert "INVALID" in out and "aborted_read" in out
+    verdict = json.loads((tmp_path / "verdict.json").read_text())
+    assert verdict["status"] == "invalid"
+    assert verdict["checkers"]["aborted_read"]["counts"] == {"aborted_read": 1}
+    html = (tmp_path / "report.html").read_text()
+    assert (
+        "<svg" in html
+        and "aborted_read" in html
+        and "http" not in html.replace("http://www.w3.org/2000/svg", "")
+    )
+
+
+def test_unreadable_run_dir_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert pipeline.main_analyze(tmp_path / "missing") == 2
+    assert "does not exist" in capsys.readouterr().err
+    write_run_info(tmp_path, scenario="x")
+    assert pipeline.main_analyze(tmp_path) == 2
+    assert "no history" in capsys.readouterr().err
+
+
+def test_broken_parquet_exits_2(
+    spark: SparkSession, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_run_info(tmp_path, scenario="x")
+    (tmp_path / "history.parquet").write_bytes(b"not parquet at all")
+    assert pipeline.main_analyze(tmp_path) == 2
+    assert "history" in capsys.readouterr().err
+
+
+def test_partial_run_from_json_lines_is_analysable(spark: SparkSession, tmp_path: Path) -> None:
+    """A crashed run: JSON Lines only, no final state, no metrics, a commit in doubt."""
+    write_run_info(tmp_path, scenario="crash", seed=3, complete=False)
+    with HistoryWriter(tmp_path, "w0") as w:
+        for txn in range(3):
+            w.complete(w.invoke(EventType.BEGIN, txn=txn), "ok")
+            for i in range(2):
+                item = {"topic": "t", "partition": 0, "value": encode_value("w0", txn, i)}
+                w.complete(
+                    w.invoke(EventType.SEND, txn=txn, items=[item]),
+                    "ok",
+                    items=[{**item, "offset": txn * 3 + i}],
+                )
+            commit = w.invoke(EventType.COMMIT, txn=txn)
+            if txn < 2:
+                w.complete(commit, "ok")
+    with HistoryWriter(tmp_path, "c0") as c:
+        c.record(EventType.ASSIGN, items=[{"topic": "t", "partition": 0, "offset": 0}])
+        c.record(
+            EventType.POLL,
+            items=[
+                {
+                    "topic": "t",
+                    "partition": 0,
+                    "offset": o,
+                    "value": encode_value("w0", o // 3, o % 3),
+                }
+                for o in (0, 1, 3, 4)
+            ],
+        )
+    v = pipeline.analyze(tmp_path, spark=spark)
+    assert v.status == "valid", v.summary()
+    assert v.stats["transactions"] == {"committed": 2, "indeterminate": 1}
+    assert v.checkers["indeterminate_commit"].status == "unknown"  # no final read
+    assert v.checkers["metrics"].status == "unknown"
+    assert (tmp_path / "history.parquet").exists() and (tmp_path / "report.html").exists()
+
+
+def test_metrics_unsupported_is_unknown_not_invalid(spark: SparkSession, tmp_path: Path) -> None:
+    synth = Synth(SynthConfig(metrics=False)).build()
+    synth.write(tmp_path)
+    shutil.rmtree(tmp_path / "metrics", ignore_errors=True)
+    v = pipeline.analyze(tmp_path, spark=spark, write=False)
+    assert v.checkers["metrics"].status == "unknown"
+    assert "no metrics" in (v.checkers["metrics"].reason or "")
+    assert v.exit_code == 0
