@@ -10,6 +10,7 @@ partitions counts one error.
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Callable, Iterator
 from functools import cache
 from typing import Any
@@ -17,7 +18,7 @@ from typing import Any
 from kio.index import api_key_map
 from kio.schema.errors import ErrorCode
 from prometheus_client import CollectorRegistry, Counter, start_http_server
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 
@@ -52,11 +53,30 @@ def iter_error_codes(entity: Any) -> Iterator[int]:
             yield from iter_error_codes(value)
 
 
-class PartitionGauges(Collector):
-    """Collects log offsets for every partition a node holds, at scrape time."""
+LATE_TRANSACTION_GRACE_MS = 5 * 60 * 1000  # KIP-664: max timeout + 5 minutes
 
-    def __init__(self, partitions: Callable[[], list[Any]]) -> None:
+
+class PartitionGauges(Collector):
+    """Per-partition and per-broker gauges, read from the partitions at scrape time.
+
+    Names follow Kafka's JMX metrics as the Prometheus JMX exporter renders them:
+    ``kafka_log_log_*`` (LogEndOffset, LogStartOffset, Size),
+    ``kafka_cluster_partition_laststableoffsetlag`` (high watermark - LSO),
+    ``kafka_server_replicamanager_produceridcount`` and
+    ``kafka_server_replicamanager_partitionswithlatetransactionscount`` (partitions whose
+    oldest open transaction has been silent for longer than transaction.max.timeout.ms
+    plus five minutes, as KIP-664 defines it).
+    """
+
+    def __init__(
+        self,
+        partitions: Callable[[], list[Any]],
+        max_transaction_timeout_ms: int,
+        clock_ms: Callable[[], int] = lambda: int(time.time() * 1000),
+    ) -> None:
         self._partitions = partitions
+        self._late_after_ms = max_transaction_timeout_ms + LATE_TRANSACTION_GRACE_MS
+        self._clock_ms = clock_ms
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
         labels = ["topic", "partition"]
@@ -67,14 +87,56 @@ class PartitionGauges(Collector):
             "kafka_log_log_start_offset", "First offset still in the log", labels=labels
         )
         size = GaugeMetricFamily("kafka_log_size_bytes", "Bytes on disk", labels=labels)
+        lag = GaugeMetricFamily(
+            "kafka_cluster_partition_laststableoffsetlag",
+            "High watermark minus last stable offset",
+            labels=labels,
+        )
+        producers = 0
+        late = 0
+        now = self._clock_ms()
         for p in self._partitions():
             key = [p.topic, str(p.index)]
             leo.add_metric(key, p.log_end_offset)
             lso.add_metric(key, p.log_start_offset)
             size.add_metric(key, p.size_bytes)
+            lag.add_metric(key, p.high_watermark - p.last_stable_offset)
+            producers += p.producer_count
+            silent_since = p.oldest_open_transaction_last_timestamp_ms
+            if silent_since >= 0 and now - silent_since > self._late_after_ms:
+                late += 1
         yield leo
         yield lso
         yield size
+        yield lag
+        yield GaugeMetricFamily(
+            "kafka_server_replicamanager_produceridcount",
+            "Producer ids with state on this broker",
+            value=producers,
+        )
+        yield GaugeMetricFamily(
+            "kafka_server_replicamanager_partitionswithlatetransactionscount",
+            "Partitions with an open transaction older than the maximum timeout + 5 minutes",
+            value=late,
+        )
+
+
+class TransactionCounters(Collector):
+    """The transaction coordinator's counters (started, committed, aborted, ...)."""
+
+    def __init__(self, counters: Any) -> None:
+        self._counters = counters
+
+    def collect(self) -> Iterator[CounterMetricFamily]:
+        c = self._counters
+        for name, value, doc in (
+            ("transactionsstarted", c.transactions_started, "Transactions begun"),
+            ("transactionscommitted", c.transactions_committed, "Transactions committed"),
+            ("transactionsaborted", c.transactions_aborted, "Transactions aborted (any cause)"),
+            ("transactionstimedout", c.transactions_timed_out, "Aborted by their timeout"),
+            ("transactionsfenced", c.transactions_fenced, "Aborted by a new producer instance"),
+        ):
+            yield CounterMetricFamily(f"kafka_coordinator_transaction_{name}", doc, value=value)
 
 
 class NodeMetrics:

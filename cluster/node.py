@@ -49,7 +49,7 @@ from .coordinator.transactions.coordinator import TransactionCoordinator
 from .coordinator.transactions.factory import create_transaction_coordinator
 from .coordinator.transactions.init_producer_id_api import InitProducerIdApi
 from .metadata_source import LocalMetadataSource, MetadataSource, RemoteMetadataSource
-from .metrics import NodeMetrics, PartitionGauges
+from .metrics import NodeMetrics, PartitionGauges, TransactionCounters
 from .producer_ids import ProducerIdBlocks
 from .server.dispatch import ApiRegistry
 from .server.server import KafkaServer, register_api_versions
@@ -186,7 +186,12 @@ class Node:
             FetchApi(self.partitions).register(self.registry)
             OffsetsApi(self.partitions).register(self.registry)
             manager = self.partitions
-            self.metrics.add_collector(PartitionGauges(lambda: list(manager.partitions.values())))
+            self.metrics.add_collector(
+                PartitionGauges(
+                    lambda: list(manager.partitions.values()),
+                    cfg.settings.get("transaction.max.timeout.ms"),
+                )
+            )
         # Every node hands out producer ids; transactional ids need the local coordinator.
         InitProducerIdApi(self.producer_ids, self.transactions).register(self.registry)
         TransactionAdminApis(self.transactions).register(self.registry)
@@ -254,6 +259,7 @@ class Node:
             client_id=f"{NODE_CLIENT_PREFIX}{cfg.node_id}",
         )
         self.transactions.register(self.registry)
+        self.metrics.add_collector(TransactionCounters(self.transactions.counters))
 
     def _write_node_file(
         self, port: int, metrics_port: int, advertised_host: str, advertised_port: int

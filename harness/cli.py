@@ -251,6 +251,64 @@ def cluster_status(state_file: Path) -> None:
     click.echo(json.dumps(state, indent=2))
 
 
+# ---- txnchaos run --------------------------------------------------------------------
+@main.command()
+@click.argument("scenario", type=click.Path(path_type=Path))
+@click.option("--seed", type=int, default=None, help="Override the scenario's seed.")
+@click.option(
+    "--launcher",
+    type=click.Choice(["local", "docker", "external"]),
+    default=None,
+    help="Where the cluster runs (default: the scenario's, usually local).",
+)
+@click.option("--bootstrap", default=None, metavar="HOST:PORT", help="An external cluster.")
+@click.option("--duration", type=float, default=None, help="Seconds of workload.")
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Run directory (default: runs/<scenario>-<time>-seed<N>).",
+)
+@click.option("--no-analyze", is_flag=True, help="Record only; judge later with `analyze`.")
+@click.option("--web", is_flag=True, help="Open locust's web UI (load tests).")
+def run(
+    scenario: Path,
+    seed: int | None,
+    launcher: str | None,
+    bootstrap: str | None,
+    duration: float | None,
+    out: Path | None,
+    no_analyze: bool,
+    web: bool,
+) -> None:
+    """Run a scenario: cluster, workload and faults, then the verdict.
+
+    Exit code 0: valid; 1: anomalies found; 2: the harness itself failed (or was
+    interrupted). The run directory keeps the history, fault log, metrics, final
+    state, verdict.json and report.html.
+    """
+    from .run.orchestrator import RunOptions, run_scenario
+    from .run.scenario import ScenarioError, load_scenario
+
+    try:
+        parsed = load_scenario(scenario)
+    except ScenarioError as exc:
+        raise click.ClickException(str(exc)) from exc
+    external = (launcher or parsed.cluster.launcher) == "external"
+    if external and not (bootstrap or parsed.cluster.bootstrap):
+        raise click.UsageError("an external cluster needs --bootstrap HOST:PORT")
+    options = RunOptions(
+        seed=seed,
+        launcher=launcher,
+        bootstrap=bootstrap,
+        duration=duration,
+        out=out,
+        analyze=not no_analyze,
+        web=web,
+    )
+    sys.exit(run_scenario(parsed, options))
+
+
 # ---- txnchaos analyze ----------------------------------------------------------------
 @main.command()
 @click.argument("run_dir", type=click.Path(path_type=Path))

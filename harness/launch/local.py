@@ -15,6 +15,15 @@ The state file (``--state FILE``) is the contract with later tooling:
 Nodes pick free ports themselves on first start (port 0) and keep them across
 restarts; if a remembered port has been taken in the meantime the node gets a new
 one and the state file says so.
+
+Proxied clusters (the harness's local launcher, :mod:`.local_launcher`) give nodes a
+:class:`NodeAddressing` each: the address to advertise (a proxy's), the address of the
+controller and of every peer (proxies again). It lives as long as the harness that
+owns the proxies and is not saved in ``cluster.json``; the state file then carries each
+node's ``advertised_host``/``advertised_port``, ``controller_address`` and ``peers`` (so
+``cluster kill/restart --state`` keep them) and a bootstrap through the proxies.
+An ``on_ready`` callback sees every node once it serves (its real port known), which is
+when the launcher points the proxies at it.
 """
 
 from __future__ import annotations
@@ -25,16 +34,18 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+from .errors import LaunchError
 
 COORDINATOR_ID_BASE = 1001
 READY_TIMEOUT_S = 60.0
 
 
-class LaunchError(RuntimeError):
-    pass
+__all__ = ["ClusterLayout", "LaunchError", "LocalCluster", "NodeAddressing", "NodeSpec"]
 
 
 @dataclass
@@ -47,6 +58,45 @@ class NodeSpec:
     @property
     def roles(self) -> list[str]:
         return self.role.split("+")
+
+
+@dataclass
+class NodeAddressing:
+    """How one node is addressed when the harness puts proxies on its links (all
+    optional: None / empty keeps the unproxied behaviour)."""
+
+    advertised: tuple[str, int] | None = None  # --advertised-host/--advertised-port
+    controller: tuple[str, int] | None = None  # --controller (nodes not hosting it)
+    peers: dict[int, tuple[str, int]] = field(default_factory=dict)  # --peer ID=HOST:PORT
+
+    def to_state(self) -> dict[str, Any]:
+        """State-file keys, so `cluster restart` keeps a proxied node's addresses."""
+        out: dict[str, Any] = {}
+        if self.advertised is not None:
+            out["advertised_host"], out["advertised_port"] = self.advertised
+        if self.controller is not None:
+            out["controller_address"] = "{}:{}".format(*self.controller)
+        if self.peers:
+            out["peers"] = {str(k): "{}:{}".format(*v) for k, v in sorted(self.peers.items())}
+        return out
+
+    @classmethod
+    def from_state(cls, entry: dict[str, Any]) -> NodeAddressing | None:
+        def address(value: str) -> tuple[str, int]:
+            host, _, port = value.rpartition(":")
+            return host, int(port)
+
+        if not {"advertised_host", "controller_address", "peers"} & entry.keys():
+            return None
+        advertised = None
+        if entry.get("advertised_host") and entry.get("advertised_port"):
+            advertised = (str(entry["advertised_host"]), int(entry["advertised_port"]))
+        controller = entry.get("controller_address")
+        return cls(
+            advertised=advertised,
+            controller=address(controller) if controller else None,
+            peers={int(k): address(v) for k, v in (entry.get("peers") or {}).items()},
+        )
 
 
 @dataclass
@@ -132,16 +182,32 @@ def is_our_node(pid: int, node_id: int) -> bool:
 
 
 class LocalCluster:
-    def __init__(self, data_dir: Path, layout: ClusterLayout) -> None:
+    def __init__(
+        self,
+        data_dir: Path,
+        layout: ClusterLayout,
+        *,
+        addressing: dict[int, NodeAddressing] | None = None,
+        on_ready: Callable[[NodeSpec], None] | None = None,
+    ) -> None:
         self.data_dir = data_dir.resolve()
         self.layout = layout
+        self.addressing: dict[int, NodeAddressing] = dict(addressing or {})
+        self.on_ready = on_ready
         self.pids: dict[int, int | None] = {n.id: None for n in layout.nodes}
         self._procs: dict[int, subprocess.Popen[bytes]] = {}
 
     # ---- construction --------------------------------------------------------------
     @classmethod
     def prepare(
-        cls, data_dir: Path, brokers: int, coordinators: int, settings: list[str]
+        cls,
+        data_dir: Path,
+        brokers: int,
+        coordinators: int,
+        settings: list[str],
+        *,
+        addressing: dict[int, NodeAddressing] | None = None,
+        on_ready: Callable[[NodeSpec], None] | None = None,
     ) -> LocalCluster:
         data_dir.mkdir(parents=True, exist_ok=True)
         existing = ClusterLayout.load(data_dir)
@@ -157,7 +223,7 @@ class LocalCluster:
             layout = existing
             if settings:
                 layout.settings = list(settings)
-        cluster = cls(data_dir, layout)
+        cluster = cls(data_dir, layout, addressing=addressing, on_ready=on_ready)
         layout.save(data_dir)
         return cluster
 
@@ -174,9 +240,22 @@ class LocalCluster:
         cluster = cls(data_dir, layout)
         for n in state.get("nodes", []):
             cluster.pids[n["id"]] = n.get("pid")
+            addressing = NodeAddressing.from_state(n)
+            if addressing is not None:
+                cluster.addressing[n["id"]] = addressing
         return cluster
 
     # ---- process control ---------------------------------------------------------
+    def controller_address(self, spec: NodeSpec) -> str | None:
+        """``HOST:PORT`` at which ``spec`` reaches the controller (None: it hosts it)."""
+        controller = self.layout.controller_node()
+        if spec is controller:
+            return None
+        override = self.addressing.get(spec.id)
+        if override is not None and override.controller is not None:
+            return "{}:{}".format(*override.controller)
+        return f"127.0.0.1:{controller.port}"
+
     def _command(self, spec: NodeSpec, controller: str | None) -> list[str]:
         cmd = [
             sys.executable,
@@ -196,6 +275,13 @@ class LocalCluster:
         ]
         if controller is not None:
             cmd += ["--controller", controller]
+        override = self.addressing.get(spec.id)
+        if override is not None:
+            if override.advertised is not None:
+                host, port = override.advertised
+                cmd += ["--advertised-host", host, "--advertised-port", str(port)]
+            for peer, (host, port) in sorted(override.peers.items()):
+                cmd += ["--peer", f"{peer}={host}:{port}"]
         coordinators = [n.id for n in self.layout.nodes if "coordinator" in n.roles]
         cmd += ["--coordinator-ids", ",".join(map(str, coordinators))]
         for pair in self.layout.settings:
@@ -238,13 +324,14 @@ class LocalCluster:
                 if doc and doc.get("pid") == proc.pid:
                     spec.port = doc["port"]
                     spec.metrics_port = doc["metrics_port"]
+                    if self.on_ready is not None:
+                        self.on_ready(spec)
                     return
             time.sleep(0.05)
         raise LaunchError(f"node {spec.id} did not become ready within {READY_TIMEOUT_S:.0f}s")
 
     def _start_node(self, spec: NodeSpec) -> None:
-        controller = self.layout.controller_node()
-        address = None if spec is controller else f"127.0.0.1:{controller.port}"
+        address = self.controller_address(spec)
         proc = self._spawn(spec, address)
         try:
             self._wait_ready(spec, proc)
@@ -266,16 +353,16 @@ class LocalCluster:
             self._start_node(controller)
             others = [n for n in self.layout.nodes if n is not controller]
             for spec in others:
-                proc = self._spawn(spec, f"127.0.0.1:{controller.port}")
+                proc = self._spawn(spec, self.controller_address(spec))
                 self._procs[spec.id] = proc
             for spec in others:
-                self._wait_ready_or_retry(spec, controller)
+                self._wait_ready_or_retry(spec)
             self.layout.save(self.data_dir)
         except BaseException:
             self.down()
             raise
 
-    def _wait_ready_or_retry(self, spec: NodeSpec, controller: NodeSpec) -> None:
+    def _wait_ready_or_retry(self, spec: NodeSpec) -> None:
         try:
             self._wait_ready(spec, self._procs[spec.id])
         except LaunchError:
@@ -283,7 +370,7 @@ class LocalCluster:
                 raise
             spec.port = 0
             spec.metrics_port = 0
-            self._wait_ready(spec, self._spawn(spec, f"127.0.0.1:{controller.port}"))
+            self._wait_ready(spec, self._spawn(spec, self.controller_address(spec)))
 
     def _signal(self, node_id: int, sig: int) -> bool:
         pid = self.pids.get(node_id)
@@ -309,10 +396,22 @@ class LocalCluster:
         return pid is None
 
     def stop_node(self, node_id: int, timeout: float = 15.0) -> None:
-        if self._signal(node_id, signal.SIGTERM) and not self._wait_gone(node_id, timeout):
-            self._signal(node_id, signal.SIGKILL)
-            self._wait_gone(node_id, 5.0)
+        if self._signal(node_id, signal.SIGTERM):
+            self._signal(node_id, signal.SIGCONT)  # a paused node must run to see SIGTERM
+            if not self._wait_gone(node_id, timeout):
+                self._signal(node_id, signal.SIGKILL)
+                self._wait_gone(node_id, 5.0)
         self.pids[node_id] = None
+
+    def pause_node(self, node_id: int) -> bool:
+        """SIGSTOP the node (if it is ours and alive); False when there was nothing to stop."""
+        self.layout.node(node_id)
+        return self._signal(node_id, signal.SIGSTOP)
+
+    def resume_node(self, node_id: int) -> bool:
+        """SIGCONT the node."""
+        self.layout.node(node_id)
+        return self._signal(node_id, signal.SIGCONT)
 
     def kill_node(self, node_id: int) -> None:
         self.layout.node(node_id)
@@ -337,22 +436,33 @@ class LocalCluster:
         self.stop_node(controller.id)
 
     # ---- the state file ------------------------------------------------------------
+    def advertised(self, spec: NodeSpec) -> tuple[str, int]:
+        """The address clients are told for ``spec`` (a proxy's when proxied)."""
+        override = self.addressing.get(spec.id)
+        if override is not None and override.advertised is not None:
+            return override.advertised
+        return "127.0.0.1", spec.port
+
     def state(self) -> dict[str, Any]:
         brokers = [n for n in self.layout.nodes if "broker" in n.roles]
+        nodes = []
+        for n in self.layout.nodes:
+            entry: dict[str, Any] = {
+                "id": n.id,
+                "role": n.role,
+                "pid": self.pids.get(n.id),
+                "host": "127.0.0.1",
+                "port": n.port,
+                "metrics_port": n.metrics_port,
+            }
+            override = self.addressing.get(n.id)
+            if override is not None:
+                entry.update(override.to_state())
+            nodes.append(entry)
         return {
-            "bootstrap": ",".join(f"127.0.0.1:{n.port}" for n in brokers),
+            "bootstrap": ",".join("{}:{}".format(*self.advertised(n)) for n in brokers),
             "data_dir": str(self.data_dir),
-            "nodes": [
-                {
-                    "id": n.id,
-                    "role": n.role,
-                    "pid": self.pids.get(n.id),
-                    "host": "127.0.0.1",
-                    "port": n.port,
-                    "metrics_port": n.metrics_port,
-                }
-                for n in self.layout.nodes
-            ],
+            "nodes": nodes,
         }
 
     def write_state(self, state_file: Path) -> None:

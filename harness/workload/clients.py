@@ -238,8 +238,12 @@ class ProducerClient:
         request_type: str = "txn",
         padding_bytes: int = 0,
         producer_factory: Callable[[dict[str, Any]], Any] = Producer,
+        group_id: str | None = None,
     ) -> None:
         self.writer = writer
+        # A copier's producer: its ops carry the consumer group, so the analysis can
+        # tie outputs to the group whose offsets commit with them.
+        self.group_id = group_id
         self.executor: Executor = executor or DirectExecutor()
         self.events = EventQueue(reporter or _no_report)
         self.request_type = request_type
@@ -285,6 +289,8 @@ class ProducerClient:
     def id_fields(self) -> dict[str, Any]:
         """transactional_id, and producer_id/epoch when a fresh stats snapshot has them."""
         out: dict[str, Any] = {"transactional_id": self.transactional_id}
+        if self.group_id is not None:
+            out["group_id"] = self.group_id
         with self._stats_lock:
             s = self._stats
             if s.producer_id is not None and s.taken_ns > self._ids_valid_after_ns:
@@ -431,9 +437,8 @@ class ProducerClient:
         items = [
             {"topic": tp.topic, "partition": tp.partition, "offset": tp.offset} for tp in offsets
         ]
-        op = self.writer.invoke(
-            EventType.SEND_OFFSETS, items=items, txn=txn, group_id=group_id, **self.id_fields()
-        )
+        fields = {**self.id_fields(), "group_id": group_id}
+        op = self.writer.invoke(EventType.SEND_OFFSETS, items=items, txn=txn, **fields)
         try:
             self._run(self.producer.send_offsets_to_transaction, offsets, group_metadata, timeout_s)
         except KafkaException as e:

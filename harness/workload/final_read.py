@@ -14,6 +14,7 @@ delivers nothing, so the position alone would never move there).
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from collections.abc import Iterable, Mapping
@@ -29,6 +30,9 @@ from .clients import ClientError, ConsumerClient, DirectExecutor, Executor
 from .config import TopicSpec
 
 FINAL_READER = "final-reader"
+#: librdkafka's own log lines (disconnects while nodes are down, ...) go to the harness
+#: log, not to the terminal.
+CLIENT_LOG = logging.getLogger("txnchaos.librdkafka")
 
 
 class FinalReadError(RuntimeError):
@@ -114,7 +118,7 @@ def list_ends(
     timeout_s: float = 30.0,
 ) -> list[PartitionEnd]:
     """Log start, LSO and high watermark of every partition of ``topics``."""
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = AdminClient({"bootstrap.servers": bootstrap, "logger": CLIENT_LOG})
     counts = _partition_counts(admin, topics, timeout_s)
     tps = [TopicPartition(t, p) for t, n in sorted(counts.items()) for p in range(n)]
     deadline = time.monotonic() + timeout_s
@@ -166,6 +170,7 @@ def final_read(
     result = FinalReadResult(partitions=ends)
     conf = {
         "bootstrap.servers": bootstrap,
+        "logger": CLIENT_LOG,
         "group.id": group_id,
         "client.id": process,
         "isolation.level": Isolation.READ_COMMITTED.value,

@@ -36,6 +36,7 @@ import locust  # first of all: locust monkey-patches the process with gevent
 import argparse
 import json
 import logging
+import signal
 import socket
 import sys
 import time
@@ -45,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 import gevent
+import gevent.event
 from locust.env import Environment
 from locust.stats import stats_history, stats_printer
 
@@ -308,6 +310,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--web-port", type=int)
     ap.add_argument("--quiet", action="store_true", help="no live stats table")
     ap.add_argument("--abort-open-on-stop", action="store_true")
+    ap.add_argument(
+        "--stats-jsonl",
+        type=Path,
+        help="append live statistics here as one JSON line per second (for an orchestrator)",
+    )
     role = ap.add_mutually_exclusive_group()
     role.add_argument("--master", action="store_true")
     role.add_argument("--worker", action="store_true")
@@ -324,6 +331,14 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, WorkloadConfigError, ValueError) as e:
         print(e, file=sys.stderr)
         return 2
+    stats_file = args.stats_jsonl.open("a") if args.stats_jsonl else None
+
+    def write_stats(stats: LiveStats) -> None:
+        assert stats_file is not None
+        stats_file.write(json.dumps(stats.to_dict(), separators=(",", ":")) + "\n")
+        stats_file.flush()
+
+    mode = "master" if args.master else "worker" if args.worker else "local"
     wl = WorkloadRunner(
         config,
         args.run_dir,
@@ -333,13 +348,28 @@ def main(argv: list[str] | None = None) -> int:
         web_port=args.web_port,
         print_stats=not args.quiet,
         abort_open_on_stop=args.abort_open_on_stop,
-        mode="master" if args.master else "worker" if args.worker else "local",
+        mode=mode,
         master_host=args.master_host,
         master_port=args.master_port,
         master_bind_host=args.master_bind_host,
         expect_workers=args.expect_workers,
+        stats_callback=write_stats if stats_file else None,
     )
-    final = wl.run(args.duration)
+    if mode == "worker":
+        final = wl.run(args.duration)
+    else:
+        # SIGTERM / SIGINT end the run early with the same clean stop as the deadline.
+        stop = gevent.event.Event()
+        gevent.signal_handler(signal.SIGTERM, stop.set)
+        gevent.signal_handler(signal.SIGINT, stop.set)
+        wl.start()
+        try:
+            stop.wait(timeout=args.duration)
+        finally:
+            final = wl.stop()
+    if stats_file is not None:
+        write_stats(final)
+        stats_file.close()
     print(json.dumps(final.to_dict(), indent=1))
     return 0
 

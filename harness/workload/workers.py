@@ -496,6 +496,7 @@ class EOSCopierWorker(Worker):
             request_type=self.request_type,
             padding_bytes=self.spec.padding_bytes,
             producer_factory=self.ctx.producer_factory,
+            group_id=self.group_id,
         )
 
     def open_clients(self) -> None:

@@ -165,3 +165,6 @@ def test_transactional_producer_copier_and_consumer(
     committed_src = {r["value"] for r in final_src}
     assert set(sources) <= committed_src
     assert rows_of(rows, "send_offsets", "copier")
+    # every op of the copier's producer names its group: the analysis ties outputs to the
+    # group whose offsets commit with them
+    assert {r["group_id"] for r in copier_sends.values()} == {f"copiers-{uniq}"}

@@ -1,0 +1,114 @@
+"""The final cluster state, captured after faults are healed and the cluster is quiet:
+per partition LSO, high watermark and log start offset (from the final read); the
+partitions' open transactions (DescribeProducers) and the coordinators' transactions
+(ListTransactions + DescribeTransactions) where the cluster offers KIP-664's APIs —
+``None`` for what it does not expose, so the analysis says "unknown" rather than guess.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+UNFINISHED_STATES = ("Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence")
+
+
+def _admin(bootstrap: str) -> Any:
+    from kafka.admin import KafkaAdminClient
+
+    return KafkaAdminClient(bootstrap_servers=bootstrap.split(","), request_timeout_ms=15000)
+
+
+def open_transactions(bootstrap: str, partitions: list[dict[str, Any]]) -> list[dict] | None:
+    """Producers with an open transaction, per partition (DescribeProducers)."""
+    from kafka import TopicPartition
+
+    try:
+        admin = _admin(bootstrap)
+    except Exception as exc:
+        log.info("no admin client for the final state: %s", exc)
+        return None
+    try:
+        tps = [TopicPartition(p["topic"], p["partition"]) for p in partitions]
+        states = admin.describe_producers(tps)
+    except Exception as exc:
+        log.info("DescribeProducers is not available: %s", exc)
+        return None
+    finally:
+        admin.close()
+    out = []
+    for tp, state in sorted(states.items(), key=lambda kv: (kv[0].topic, kv[0].partition)):
+        for p in state.active_producers:
+            if p.current_transaction_start_offset >= 0:
+                out.append(
+                    {
+                        "topic": tp.topic,
+                        "partition": tp.partition,
+                        "producer_id": p.producer_id,
+                        "producer_epoch": p.producer_epoch,
+                        "first_offset": p.current_transaction_start_offset,
+                        "last_ns": p.last_timestamp * 1_000_000 if p.last_timestamp >= 0 else None,
+                    }
+                )
+    return out
+
+
+def coordinator_transactions(bootstrap: str) -> list[dict] | None:
+    """Unfinished transactions as the coordinators see them."""
+    try:
+        admin = _admin(bootstrap)
+    except Exception as exc:
+        log.info("no admin client for the final state: %s", exc)
+        return None
+    try:
+        listed = admin.list_transactions(state_filters=list(UNFINISHED_STATES))
+        ids = sorted({t.transactional_id for ts in listed.values() for t in ts})
+        described = admin.describe_transactions(ids) if ids else {}
+    except Exception as exc:
+        log.info("ListTransactions/DescribeTransactions are not available: %s", exc)
+        return None
+    finally:
+        admin.close()
+    out = []
+    for txn_id, d in sorted(described.items()):
+        state = getattr(d.state, "value", d.state)
+        out.append(
+            {
+                "transactional_id": txn_id,
+                "producer_id": d.producer_id,
+                "producer_epoch": d.producer_epoch,
+                "state": state,
+                "timeout_ms": d.transaction_timeout_ms,
+                "start_ns": d.transaction_start_time_ms * 1_000_000
+                if d.transaction_start_time_ms >= 0
+                else None,
+                "partitions": [
+                    {"topic": tp.topic, "partition": tp.partition}
+                    for tp in sorted(d.topic_partitions)
+                ],
+            }
+        )
+    return out
+
+
+def capture_final_state(
+    run_dir: Path, bootstrap: str, partitions: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """Write ``final_state.json`` and return it."""
+    state = {
+        "captured_ns": time.time_ns(),
+        "partitions": partitions,
+        "open_transactions": open_transactions(bootstrap, partitions) or [],
+        "coordinator_transactions": coordinator_transactions(bootstrap),
+    }
+    path = run_dir / "final_state.json"
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(state, indent=1) + "\n")
+    os.replace(tmp, path)
+    return state

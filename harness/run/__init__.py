@@ -1,0 +1,1 @@
+"""``txnchaos run``: scenario files and the orchestrator that turns one into a judged run."""

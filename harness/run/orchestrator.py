@@ -1,0 +1,370 @@
+"""``txnchaos run``: one scenario from cluster start to verdict.
+
+Phases: start the cluster (with a fault proxy on every link), start metric scraping
+and LSO sampling, start the workload (locust, in its own process: gevent's
+monkey-patching stays out of this one) and the nemesis, run for the scenario's
+duration, heal every fault, wait for quiescence (no open transactions), read every
+partition with read_committed, capture the final state, compact the history to
+Parquet, and judge the run.
+
+Whatever happens — an error, Ctrl-C — the workload, the nemesis and the cluster are
+stopped and what was recorded is compacted, so the run directory stays analysable
+and no process or container is left behind.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from ..capture.final_state import capture_final_state
+from ..capture.metrics_scraper import MetricsScraper
+from ..capture.offsets_sampler import OffsetsSampler
+from ..history.compact import compact_to_parquet
+from ..history.run_dir import DEFAULT_TRANSACTION_MAX_TIMEOUT_MS, write_run_info
+from ..launch.base import KILL, PAUSE, RESTART, ClusterHandle, ClusterSpec
+from ..launch.registry import get_launcher
+from ..nemesis.executor import NemesisExecutor
+from ..nemesis.schedule import Targets, build_schedule
+from ..workload.final_read import final_read, list_ends
+from .progress import Progress
+from .scenario import Scenario
+
+log = logging.getLogger(__name__)
+
+EXIT_VALID = 0
+EXIT_ANOMALIES = 1
+EXIT_HARNESS_FAILED = 2
+
+
+@dataclass
+class RunOptions:
+    seed: int | None = None
+    launcher: str | None = None
+    bootstrap: str | None = None
+    duration: float | None = None
+    out: Path | None = None
+    analyze: bool = True
+    web: bool = False
+
+
+@dataclass
+class RunState:
+    """What the run has set up so far (for cleanup in any phase)."""
+
+    handle: ClusterHandle | None = None
+    workload: subprocess.Popen[bytes] | None = None
+    nemesis: NemesisExecutor | None = None
+    scraper: MetricsScraper | None = None
+    sampler: OffsetsSampler | None = None
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+def default_run_dir(scenario: Scenario, seed: int) -> Path:
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    return Path("runs") / f"{scenario.name}-{stamp}-seed{seed}"
+
+
+class Orchestrator:
+    def __init__(self, scenario: Scenario, options: RunOptions, console: Console) -> None:
+        self.scenario = scenario
+        self.options = options
+        self.console = console
+        self.seed = scenario.seed if options.seed is None else options.seed
+        self.duration = options.duration or scenario.duration
+        self.launcher = options.launcher or scenario.cluster.launcher
+        self.bootstrap = options.bootstrap or scenario.cluster.bootstrap
+        self.run_dir = (options.out or default_run_dir(scenario, self.seed)).resolve()
+        self.state = RunState()
+        self.progress = Progress(console, self.duration)
+        self.partitions = {t.name: t.partitions for t in scenario.workload.topics}
+
+    # ---- the run -------------------------------------------------------------------
+    def run(self) -> int:
+        if self.run_dir.exists() and any(self.run_dir.iterdir()):
+            self.console.print(f"[red]{self.run_dir} exists and is not empty; use --out[/]")
+            return EXIT_HARNESS_FAILED
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        (self.run_dir / "logs").mkdir(exist_ok=True)
+        self._log_to_file()
+        self._write_info(complete=False)
+        self.console.print(
+            f"txnchaos run [bold]{self.scenario.name}[/] seed {self.seed}, "
+            f"{self.duration:g}s on the {self.launcher} launcher -> {self.run_dir}"
+        )
+        complete = False
+        failure: str | None = None
+        interrupted = False
+        previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+        try:
+            self._run_phases()
+            complete = True
+        except KeyboardInterrupt:
+            interrupted = True
+            self.console.print("[yellow]interrupted: stopping everything[/]")
+        except Exception as exc:
+            failure = f"{type(exc).__name__}: {exc}"
+            log.error("harness failure\n%s", traceback.format_exc())
+            self.console.print(f"[red]the harness failed:[/] {failure}")
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+            self._cleanup()
+            self._write_info(complete=complete, failure=failure, interrupted=interrupted)
+            self._compact()
+        if not complete:
+            self.console.print(
+                f"partial run directory kept at {self.run_dir} "
+                f"(analysable: txnchaos analyze {self.run_dir})"
+            )
+            return EXIT_HARNESS_FAILED
+        if not self.options.analyze:
+            self.console.print(f"done; judge it with: txnchaos analyze {self.run_dir}")
+            return EXIT_VALID
+        return self._analyze()
+
+    def _run_phases(self) -> None:
+        scenario = self.scenario
+        st = self.state
+        with self.progress.phase("starting the cluster"):
+            options = {"bootstrap": self.bootstrap} if self.launcher == "external" else {}
+            launcher = get_launcher(self.launcher, **options)
+            st.handle = launcher.start(
+                ClusterSpec(
+                    brokers=scenario.cluster.brokers,
+                    coordinators=scenario.cluster.coordinators,
+                    settings=scenario.cluster.setting_pairs(),
+                    proxied=scenario.cluster.proxied,
+                    seed=self.seed,
+                ),
+                self.run_dir,
+            )
+            self.state.info["cluster"] = st.handle.describe()
+            self._write_info(complete=False)
+        handle = st.handle
+        self.console.print(f"cluster up: bootstrap {handle.bootstrap}")
+        targets = Targets(
+            nodes=[n.id for n in handle.nodes],
+            links=handle.links,
+            clients=sorted({u.kind for u in scenario.workload.users}),
+            node_faults=bool(handle.capabilities & {KILL, PAUSE, RESTART}),
+        )
+        schedule = build_schedule(
+            scenario.nemesis, seed=self.seed, duration=self.duration, targets=targets
+        )
+        (self.run_dir / "schedule.json").write_text(
+            json.dumps([f.model_dump() for f in schedule], indent=1) + "\n"
+        )
+        self.console.print(f"nemesis: {len(schedule)} fault(s) scheduled")
+
+        metrics = {f"node-{k}": v for k, v in handle.metrics_urls().items()}
+        st.scraper = MetricsScraper(self.run_dir, metrics).start() if metrics else None
+        with self.progress.phase("starting the workload"):
+            st.workload = self._start_workload(handle.bootstrap)
+            origin = time.monotonic()
+            st.sampler = OffsetsSampler(self.run_dir, handle.bootstrap, self.partitions)
+            st.nemesis = NemesisExecutor(
+                schedule,
+                handle,
+                workload=scenario.workload,
+                run_dir=self.run_dir,
+                seed=self.seed,
+            ).start(origin)
+            st.sampler.start()
+        self._follow_workload(origin)
+        with self.progress.phase("healing"):
+            st.nemesis.heal()
+        self._quiesce(handle.bootstrap)
+        with self.progress.phase("final read (read_committed, every partition)"):
+            result = final_read(
+                handle.bootstrap,
+                self.partitions,
+                self.run_dir,
+                timeout_s=scenario.final.read_timeout,
+            )
+        if not result.complete:
+            self.console.print("[yellow]the final read did not reach every partition's LSO[/]")
+        with self.progress.phase("capturing the final state"):
+            capture_final_state(self.run_dir, handle.bootstrap, result.partition_state())
+        self.progress.note(
+            f"final read: {result.records} records from {len(result.partitions)} partitions"
+        )
+
+    def _start_workload(self, bootstrap: str) -> subprocess.Popen[bytes]:
+        config = self.run_dir / "workload.json"
+        config.write_text(self.scenario.workload.model_dump_json(indent=1))
+        cmd = [
+            sys.executable,
+            "-m",
+            "txnchaos.harness.workload.runner",
+            "--config",
+            str(config),
+            "--bootstrap",
+            bootstrap,
+            "--run-dir",
+            str(self.run_dir),
+            "--duration",
+            str(self.duration),
+            "--seed",
+            str(self.seed),
+            "--quiet",
+            "--stats-jsonl",
+            str(self.run_dir / "workload-stats.jsonl"),
+        ]
+        if self.options.web:
+            from ..workload.runner import free_port
+
+            port = free_port()
+            cmd += ["--web", "--web-port", str(port)]
+            self.console.print(f"locust web UI: http://127.0.0.1:{port}")
+        log_file = open(self.run_dir / "logs" / "workload.log", "ab")  # noqa: SIM115
+        try:
+            return subprocess.Popen(
+                cmd, stdin=subprocess.DEVNULL, stdout=log_file, stderr=subprocess.STDOUT
+            )
+        finally:
+            log_file.close()
+
+    def _follow_workload(self, origin: float) -> None:
+        st = self.state
+        assert st.workload is not None and st.nemesis is not None
+        stats_path = self.run_dir / "workload-stats.jsonl"
+        with self.progress.live("workload and nemesis") as live:
+            while st.workload.poll() is None:
+                live.update(
+                    elapsed=time.monotonic() - origin,
+                    stats=_last_json_line(stats_path),
+                    active=[a.description for a in st.nemesis.active()],
+                    errors=st.nemesis.stats.errors,
+                    open_partitions=st.sampler.open_partitions() if st.sampler else 0,
+                )
+                time.sleep(0.5)
+        if st.workload.returncode != 0:
+            raise RuntimeError(
+                f"the workload exited with code {st.workload.returncode}; "
+                f"see {self.run_dir / 'logs' / 'workload.log'}"
+            )
+
+    def _quiesce(self, bootstrap: str) -> None:
+        """Wait until no partition has an open transaction (LSO == high watermark)."""
+        deadline = time.monotonic() + self.scenario.final.quiescence_timeout
+        with self.progress.phase("waiting for open transactions to finish"):
+            while time.monotonic() < deadline:
+                try:
+                    ends = list_ends(bootstrap, self.partitions, timeout_s=10)
+                except Exception as exc:
+                    log.info("quiescence check failed: %s", exc)
+                    time.sleep(1)
+                    continue
+                open_partitions = [e for e in ends if e.lso < e.high_watermark]
+                if not open_partitions:
+                    return
+                time.sleep(1)
+        self.console.print(
+            "[yellow]quiescence timeout: some partitions still have open transactions "
+            "(the analysis will judge them)[/]"
+        )
+
+    # ---- bookkeeping ---------------------------------------------------------------
+    def _cleanup(self) -> None:
+        st = self.state
+        if st.workload is not None and st.workload.poll() is None:
+            st.workload.send_signal(signal.SIGTERM)
+            try:
+                st.workload.wait(timeout=120)
+            except subprocess.TimeoutExpired:
+                st.workload.kill()
+                st.workload.wait()
+        for step in (
+            lambda: st.nemesis.heal() if st.nemesis else None,
+            lambda: st.sampler.stop() if st.sampler else None,
+            lambda: st.scraper.stop() if st.scraper else None,
+            lambda: st.handle.stop() if st.handle else None,
+        ):
+            try:
+                step()
+            except Exception:
+                log.error("cleanup step failed\n%s", traceback.format_exc())
+
+    def _compact(self) -> None:
+        try:
+            compact_to_parquet(self.run_dir)
+        except Exception:
+            log.error("compaction failed\n%s", traceback.format_exc())
+
+    def _write_info(self, **extra: Any) -> None:
+        max_timeout = self.scenario.cluster.settings.get(
+            "transaction.max.timeout.ms", DEFAULT_TRANSACTION_MAX_TIMEOUT_MS
+        )
+        info = {
+            "scenario": self.scenario.name,
+            "seed": self.seed,
+            "duration_s": self.duration,
+            "started_ns": self.state.info.setdefault("started_ns", time.time_ns()),
+            "ended_ns": time.time_ns() if extra.get("complete") else None,
+            "cluster_kind": self.launcher,
+            "transaction_timeout_ms": self.scenario.transaction_timeout_ms(),
+            "transaction_max_timeout_ms": int(max_timeout),
+            "metrics_supported": self.launcher != "external",
+            "expect": self.scenario.expect.model_dump(),
+            **{k: v for k, v in self.state.info.items() if k != "started_ns"},
+            **extra,
+        }
+        write_run_info(self.run_dir, **info)
+
+    def _log_to_file(self) -> None:
+        handler = logging.FileHandler(self.run_dir / "logs" / "harness.log")
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        root = logging.getLogger()
+        root.addHandler(handler)
+        root.setLevel(logging.INFO)
+
+    def _analyze(self) -> int:
+        from ...analysis.pipeline import main_analyze
+
+        with self.progress.phase("judging the run (PySpark)"):
+            code = main_analyze(self.run_dir)
+        expected = self.scenario.expect.verdict
+        got = "valid" if code == EXIT_VALID else "invalid" if code == EXIT_ANOMALIES else "?"
+        if got != "?" and got != expected:
+            self.console.print(f"[yellow]this scenario expects a {expected} verdict[/]")
+        return code
+
+
+def _raise_interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
+def _last_json_line(path: Path) -> dict[str, Any] | None:
+    try:
+        with path.open("rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            size = fh.tell()
+            fh.seek(max(0, size - 65536))
+            lines = fh.read().splitlines()
+    except OSError:
+        return None
+    for line in reversed(lines):
+        try:
+            return json.loads(line)
+        except ValueError:
+            continue
+    return None
+
+
+def run_scenario(scenario: Scenario, options: RunOptions, console: Console | None = None) -> int:
+    console = console or Console()
+    if shutil.which("java") is None and options.analyze:
+        console.print("[yellow]java is not installed: the analysis (PySpark) will fail[/]")
+    return Orchestrator(scenario, options, console).run()
