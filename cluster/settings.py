@@ -46,6 +46,12 @@ _SPECS: tuple[SettingSpec, ...] = (
         "how often timed-out transactions are aborted",
     ),
     SettingSpec(
+        "transaction.remove.expired.transaction.cleanup.interval.ms",
+        int,
+        3_600_000,
+        "how often expired transactional ids are removed",
+    ),
+    SettingSpec(
         "transaction.partition.verification.enable", bool, True, "KIP-890 part 1 verification"
     ),
     SettingSpec("transaction.two.phase.commit.enable", bool, False, "KIP-939 2PC"),
