@@ -210,18 +210,22 @@ def cluster_down(state_file: Path) -> None:
     click.echo("cluster stopped")
 
 
+def _node_action(state_file: Path, node_id: int, action: str) -> None:
+    local = _load(state_file)
+    try:
+        getattr(local, f"{action}_node")(node_id)
+    except LaunchError as exc:
+        raise click.ClickException(str(exc)) from exc
+    local.write_state(state_file)
+    click.echo(f"node {node_id} {action}ed")
+
+
 @cluster.command("kill")
 @click.option("--state", "state_file", type=click.Path(path_type=Path), required=True)
 @click.argument("node_id", type=int)
 def cluster_kill(state_file: Path, node_id: int) -> None:
     """SIGKILL one node (no clean shutdown)."""
-    local = _load(state_file)
-    try:
-        local.kill_node(node_id)
-    except LaunchError as exc:
-        raise click.ClickException(str(exc)) from exc
-    local.write_state(state_file)
-    click.echo(f"node {node_id} killed")
+    _node_action(state_file, node_id, "kill")
 
 
 @cluster.command("restart")
@@ -229,13 +233,7 @@ def cluster_kill(state_file: Path, node_id: int) -> None:
 @click.argument("node_id", type=int)
 def cluster_restart(state_file: Path, node_id: int) -> None:
     """Restart one node with the same ports and data."""
-    local = _load(state_file)
-    try:
-        local.restart_node(node_id)
-    except LaunchError as exc:
-        raise click.ClickException(str(exc)) from exc
-    local.write_state(state_file)
-    click.echo(f"node {node_id} restarted")
+    _node_action(state_file, node_id, "restart")
 
 
 @cluster.command("status")

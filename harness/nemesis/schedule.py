@@ -22,25 +22,12 @@ Fault kinds:
 from __future__ import annotations
 
 import random
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-PROXY_KINDS = (
-    "delay",
-    "drop_request",
-    "drop_response",
-    "reorder",
-    "duplicate",
-    "blackhole",
-    "reset",
-    "throttle",
-)
-NODE_KINDS = ("kill", "pause", "restart")
-CLIENT_KINDS = ("crash_producer", "crash_consumer")
-ALL_KINDS = PROXY_KINDS + NODE_KINDS + CLIENT_KINDS
-
 FaultKind = Literal[
+    # proxy faults
     "delay",
     "drop_request",
     "drop_response",
@@ -49,12 +36,18 @@ FaultKind = Literal[
     "blackhole",
     "reset",
     "throttle",
+    # node faults
     "kill",
     "pause",
     "restart",
+    # client faults
     "crash_producer",
     "crash_consumer",
 ]
+ALL_KINDS: tuple[str, ...] = get_args(FaultKind)
+PROXY_KINDS = ALL_KINDS[:8]
+NODE_KINDS = ALL_KINDS[8:11]
+CLIENT_KINDS = ALL_KINDS[11:]
 
 
 class TimedAction(BaseModel):

@@ -1,0 +1,97 @@
+"""The highest transactional load the harness drives on this machine: N locust
+transactional-producer users, unpaced, against a local cluster (2 brokers + 1
+coordinator) for a fixed time. Prints committed transactions/s and records/s as the
+recorded history shows them, for 1, 4 and 8 users (one run each, same cluster).
+
+Run: .venv/bin/python bench/harness_load.py [--seconds S]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from txnchaos.harness.history.compact import compact_to_parquet
+from txnchaos.harness.launch.local import LocalCluster
+
+
+def workload(users: int) -> dict:
+    return {
+        "topics": [{"name": f"load-{users}", "partitions": 6}],
+        "users": [
+            {
+                "kind": "transactional_producer",
+                "name": "w",
+                "count": users,
+                "topics": [f"load-{users}"],
+                "records_per_txn": 10,
+                "partitions_per_txn": 2,
+                "abort_probability": 0.0,
+            }
+        ],
+    }
+
+
+def measure(bootstrap: str, users: int, seconds: float, root: Path) -> tuple[float, float]:
+    run_dir = root / f"run-{users}"
+    run_dir.mkdir()
+    config = run_dir / "workload.json"
+    config.write_text(json.dumps(workload(users)))
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "txnchaos.harness.workload.runner",
+            "--config",
+            str(config),
+            "--bootstrap",
+            bootstrap,
+            "--run-dir",
+            str(run_dir),
+            "--duration",
+            str(seconds),
+            "--quiet",
+        ],
+        check=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    compact_to_parquet(run_dir)
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    h = pq.read_table(run_dir / "history.parquet", columns=["type", "outcome", "complete_ns"])
+    commits = h.filter(pc.and_(pc.equal(h["type"], "commit"), pc.equal(h["outcome"], "ok")))
+    sends = h.filter(pc.and_(pc.equal(h["type"], "send"), pc.equal(h["outcome"], "ok")))
+    times = commits["complete_ns"].to_pylist()
+    span = (max(times) - min(times)) / 1e9 if len(times) > 1 else seconds
+    return len(times) / span, len(sends) / span
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--seconds", type=float, default=20.0)
+    args = parser.parse_args()
+    root = Path(tempfile.mkdtemp(prefix="txnchaos-bench-load-"))
+    cluster = LocalCluster.prepare(root / "cluster", 2, 1, [])
+    cluster.up()
+    try:
+        bootstrap = cluster.state()["bootstrap"]
+        print("harness load: locust transactional producers, 10 records/txn, no aborts")
+        for users in (1, 4, 8):
+            txns, records = measure(bootstrap, users, args.seconds, root)
+            print(
+                f"{users} user(s): {txns:,.0f} committed transactions/s, {records:,.0f} records/s"
+            )
+    finally:
+        cluster.down()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
