@@ -19,20 +19,22 @@ log = logging.getLogger(__name__)
 UNFINISHED_STATES = ("Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence")
 
 
-def _admin(bootstrap: str) -> Any:
+def _admin(bootstrap: str) -> Any | None:
     from kafka.admin import KafkaAdminClient
 
-    return KafkaAdminClient(bootstrap_servers=bootstrap.split(","), request_timeout_ms=15000)
+    try:
+        return KafkaAdminClient(bootstrap_servers=bootstrap.split(","), request_timeout_ms=15000)
+    except Exception as exc:
+        log.info("no admin client for the final state: %s", exc)
+        return None
 
 
 def open_transactions(bootstrap: str, partitions: list[dict[str, Any]]) -> list[dict] | None:
     """Producers with an open transaction, per partition (DescribeProducers)."""
     from kafka import TopicPartition
 
-    try:
-        admin = _admin(bootstrap)
-    except Exception as exc:
-        log.info("no admin client for the final state: %s", exc)
+    admin = _admin(bootstrap)
+    if admin is None:
         return None
     try:
         tps = [TopicPartition(p["topic"], p["partition"]) for p in partitions]
@@ -61,10 +63,8 @@ def open_transactions(bootstrap: str, partitions: list[dict[str, Any]]) -> list[
 
 def coordinator_transactions(bootstrap: str) -> list[dict] | None:
     """Unfinished transactions as the coordinators see them."""
-    try:
-        admin = _admin(bootstrap)
-    except Exception as exc:
-        log.info("no admin client for the final state: %s", exc)
+    admin = _admin(bootstrap)
+    if admin is None:
         return None
     try:
         listed = admin.list_transactions(state_filters=list(UNFINISHED_STATES))

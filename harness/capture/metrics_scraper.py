@@ -10,7 +10,6 @@ paused) is skipped for that round and counted in ``failures``; scraping goes on.
 from __future__ import annotations
 
 import json
-import threading
 import time
 import urllib.error
 import urllib.request
@@ -18,6 +17,8 @@ from pathlib import Path
 from typing import TextIO
 
 from prometheus_client.parser import text_string_to_metric_families
+
+from .periodic import PeriodicSampler
 
 SKIPPED_PREFIXES = ("python_", "process_", "txnchaos_request_seconds")
 
@@ -33,7 +34,9 @@ def parse_samples(text: str) -> list[tuple[str, dict[str, str], float]]:
     return out
 
 
-class MetricsScraper:
+class MetricsScraper(PeriodicSampler):
+    name = "metrics-scraper"
+
     def __init__(
         self,
         run_dir: Path,
@@ -42,18 +45,16 @@ class MetricsScraper:
         interval: float = 1.0,
         timeout: float = 0.8,
     ) -> None:
+        super().__init__(interval)
         self.directory = run_dir / "metrics"
         self.directory.mkdir(parents=True, exist_ok=True)
         self.endpoints = dict(endpoints)  # node name -> http://host:port/metrics
-        self.interval = interval
         self.timeout = timeout
         self.rounds = 0
         self.failures = 0
         self._files: dict[str, TextIO] = {}
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
 
-    def scrape_once(self) -> int:
+    def sample_once(self) -> int:
         """One round over every node; returns the number of samples written."""
         written = 0
         for node, url in self.endpoints.items():
@@ -81,21 +82,7 @@ class MetricsScraper:
         self.rounds += 1
         return written
 
-    def _loop(self) -> None:
-        while not self._stop.is_set():
-            started = time.monotonic()
-            self.scrape_once()
-            self._stop.wait(max(0.0, self.interval - (time.monotonic() - started)))
-
-    def start(self) -> MetricsScraper:
-        self._thread = threading.Thread(target=self._loop, name="metrics-scraper", daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
+    def close(self) -> None:
         for fh in self._files.values():
             fh.close()
         self._files.clear()

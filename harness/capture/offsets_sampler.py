@@ -11,18 +11,20 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
 
 from ..history.schema import MetricName
 from ..workload.final_read import FinalReadError, list_ends
+from .periodic import PeriodicSampler
 
 log = logging.getLogger(__name__)
 
 
-class OffsetsSampler:
+class OffsetsSampler(PeriodicSampler):
+    name = "offsets-sampler"
+
     def __init__(
         self,
         run_dir: Path,
@@ -31,16 +33,14 @@ class OffsetsSampler:
         *,
         interval: float = 1.0,
     ) -> None:
+        super().__init__(interval)
         self.path = run_dir / "metrics" / "harness.jsonl"
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.bootstrap = bootstrap
         self.partitions = dict(partitions)
-        self.interval = interval
         self.rounds = 0
         self.failures = 0
         self.last: dict[tuple[str, int], tuple[int, int]] = {}  # (lso, high watermark)
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
 
     def sample_once(self) -> bool:
         try:
@@ -78,19 +78,3 @@ class OffsetsSampler:
     def open_partitions(self) -> int:
         """Partitions whose last sample had LSO < high watermark (open transactions)."""
         return sum(1 for lso, hw in self.last.values() if lso < hw)
-
-    def _loop(self) -> None:
-        while not self._stop.is_set():
-            started = time.monotonic()
-            self.sample_once()
-            self._stop.wait(max(0.0, self.interval - (time.monotonic() - started)))
-
-    def start(self) -> OffsetsSampler:
-        self._thread = threading.Thread(target=self._loop, name="offsets-sampler", daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=30)

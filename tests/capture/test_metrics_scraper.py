@@ -4,6 +4,7 @@ run-directory format, and a killed node only costs that node's samples."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -35,11 +36,18 @@ def test_scraper_writes_run_dir_samples(tmp_path: Path) -> None:
             for n in cluster.state()["nodes"]
         }
         scraper = MetricsScraper(tmp_path / "run", endpoints)
-        assert scraper.scrape_once() > 0
+        assert scraper.sample_once() > 0
         cluster.kill_node(2)
-        scraper.scrape_once()
+        scraper.sample_once()
         assert scraper.failures == 1
         scraper.stop()
+        # and the periodic thread does the same rounds on its own
+        looping = MetricsScraper(tmp_path / "run2", endpoints, interval=0.1).start()
+        deadline = time.monotonic() + 30
+        while looping.rounds < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        looping.stop()
+        assert looping.rounds >= 2
     finally:
         cluster.down()
     lines = (tmp_path / "run" / "metrics" / "node-1.jsonl").read_text().splitlines()
