@@ -227,8 +227,6 @@ def test_marker_errors(bootstrap: str, topic_name: str) -> None:
     md = AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=10)
     broker_only = RawClient(md.brokers[2].host, md.brokers[2].port)
     try:
-        assert markers(broker_only, "__consumer_offsets", pid, True) == {
-            0: NOT_LEADER_OR_FOLLOWER
-        }
+        assert markers(broker_only, "__consumer_offsets", pid, True) == {0: NOT_LEADER_OR_FOLLOWER}
     finally:
         broker_only.close()
