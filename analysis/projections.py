@@ -101,6 +101,7 @@ class Projections:
         )
         agg = h.groupBy(F.col("process").alias("t_writer"), F.col("txn").alias("t_txn")).agg(
             F.sum(_is("type", E.SEND.value).cast("int")).alias("n_sends"),
+            F.sum((_is("type", E.SEND.value) & _is("outcome", "ok")).cast("int")).alias("n_acked"),
             F.max(_is("type", E.SEND_OFFSETS.value)).alias("has_offsets"),
             F.min("invoke_ns").alias("begin_ns"),
             F.min(F.when(commit, F.col("invoke_ns"))).alias("commit_invoke_ns"),

@@ -10,9 +10,11 @@ the number of distinct producer ids with an acknowledged write and at most the s
 partitions of (distinct producer ids that attempted writes there x replicas). (d) transaction
 counters (TransactionsCommitted / TransactionsAborted, summed over nodes, restarts treated as
 resets) — committed lies between acknowledged commits and acknowledged + unknown-outcome commits;
-aborted is at least the acknowledged aborts (timeouts may add more). Only transactions that wrote
-something count. Rules whose metric is absent are listed as not checked; clusters that expose no
-metrics make the checker unknown. Count: violated rule instances."""
+aborted is at least the acknowledged aborts of transactions that got a write acknowledged or sent
+offsets (timeouts may add more; an abort whose records were all purged unsent never reaches the
+coordinator, as librdkafka then sends no EndTxn). Only transactions that wrote something count.
+Rules whose metric is absent are listed as not checked; clusters that expose no metrics make the
+checker unknown. Count: violated rule instances."""
 
 from __future__ import annotations
 
@@ -231,7 +233,13 @@ def _counters(ctx: CheckContext, out: CheckOutput, totals: dict[str, float]) -> 
     agg = t.agg(
         F.sum((F.col("commit_ok")).cast("int")).alias("commit_ok"),
         F.sum((~F.col("commit_ok") & F.col("commit_info")).cast("int")).alias("commit_info"),
-        F.sum((F.col("abort_ok") & ~F.col("commit_ok")).cast("int")).alias("abort_ok"),
+        F.sum(
+            (
+                F.col("abort_ok")
+                & ~F.col("commit_ok")
+                & ((F.col("n_acked") > 0) | F.col("has_offsets"))
+            ).cast("int")
+        ).alias("abort_ok"),
     ).collect()[0]
     ok, info, aborted = (int(agg[k] or 0) for k in ("commit_ok", "commit_info", "abort_ok"))
     end = ctx.data.run.info.get("ended_ns")
