@@ -1,7 +1,8 @@
 """Run directory -> Spark DataFrames, with explicit schemas and errors that say what is wrong.
 
-A run directory holding only JSON Lines (a crashed or interrupted run) is compacted to Parquet
-first, so a partial run is still analysable.
+``prepare_run`` validates without Spark (so a bad directory fails fast, before a JVM starts); a
+run directory holding only JSON Lines (a crashed or interrupted run) is compacted to Parquet
+first, so a partial run is still analysable.  ``load_run`` then reads it with explicit schemas.
 """
 
 from __future__ import annotations
@@ -47,7 +48,9 @@ def _check_parquet(path: os.PathLike[str], expected: pa.Schema, what: str) -> No
             raise RunDirError(f"{what} ({path}): column {f.name} is {got}, expected {f.type}")
 
 
-def load_run(spark: SparkSession, path: str | os.PathLike[str]) -> RunData:
+def prepare_run(path: str | os.PathLike[str]) -> RunDir:
+    """Validate a run directory without Spark: required files present, JSON Lines compacted to
+    Parquet (a crashed run), Parquet schemas as expected.  Raises :class:`RunDirError`."""
     run = open_run_dir(path)
     if run.history_parquet is None:
         try:
@@ -57,13 +60,22 @@ def load_run(spark: SparkSession, path: str | os.PathLike[str]) -> RunData:
         run = open_run_dir(path)
     assert run.history_parquet is not None
     _check_parquet(run.history_parquet, HISTORY_ARROW_SCHEMA, "history")
-    history = spark.read.schema(history_spark_schema()).parquet(str(run.history_parquet))
-    metrics = None
     if run.metrics_parquet is None and run.metrics_jsonl:
         compact_metrics(run.path)
         run = open_run_dir(path)
     if run.metrics_parquet is not None and run.info.get("metrics_supported", True):
         _check_parquet(run.metrics_parquet, METRIC_ARROW_SCHEMA, "metrics")
+    return run
+
+
+def load_run(spark: SparkSession, run: RunDir | str | os.PathLike[str]) -> RunData:
+    """DataFrames over a run directory (validated first unless ``run`` already is)."""
+    if not isinstance(run, RunDir):
+        run = prepare_run(run)
+    assert run.history_parquet is not None
+    history = spark.read.schema(history_spark_schema()).parquet(str(run.history_parquet))
+    metrics = None
+    if run.metrics_parquet is not None and run.info.get("metrics_supported", True):
         metrics = spark.read.schema(metrics_spark_schema()).parquet(str(run.metrics_parquet))
     faults = read_faults(run.path).to_pylist()
     return RunData(run, history, metrics, faults, run.final_state)

@@ -16,6 +16,8 @@ import json
 import os
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import reduce
 from pathlib import Path
 from typing import Any
@@ -39,11 +41,12 @@ from .checkers import (
     precommitted_read,
     torn_transaction,
 )
-from .checkers.base import CheckOutput
+from .checkers.base import CheckOutput, Exact, Place
 from .checkers.context import CheckContext
-from .load import load_run
+from .load import load_run, prepare_run
 from .projections import Projections
-from .spark import get_session
+from .spark import get_session, tune_session
+from .summary import summarize
 from .verdict import INVALID, UNKNOWN, VALID, CheckerVerdict, Verdict, overall_status
 
 CHECKERS = (
@@ -64,52 +67,63 @@ MAX_PLOT_PARTITIONS = 10
 MAX_PLOT_POINTS = 400
 
 
-def _op_timeline(h: DataFrame) -> list[dict[str, Any]]:
-    first = F.col("item").isNull() | (F.col("item") == 0)
-    lat = F.when(first, F.col("complete_ns") - F.col("invoke_ns"))
-    rows = (
-        h.groupBy(F.floor(F.col("invoke_ns") / SEC).alias("sec"), "type", "outcome")
-        .agg(
-            F.sum(first.cast("long")).alias("ops"),
-            F.count(F.lit(1)).alias("rows"),
-            F.sum(lat).alias("lat_sum"),
-            F.count(lat).alias("lat_n"),
-            F.max(lat).alias("lat_max"),
-        )
-        .collect()
-    )
-    return [r.asDict() for r in rows]
-
-
 def _anomaly_results(
     frames: list[DataFrame], n_examples: int
 ) -> tuple[dict[tuple[str, str], int], list[dict[str, Any]], list[dict[str, Any]]]:
+    """Counts per (checker, kind), the first ``n_examples`` per kind, and anomalies per checker
+    and second, from ONE Spark job over the union of every checker's anomaly frames."""
     if not frames:
         return {}, [], []
-    union = reduce(DataFrame.unionByName, frames).persist()
-    try:
-        counts = {
-            (r["checker"], r["kind"]): int(r["n"])
-            for r in union.groupBy("checker", "kind").agg(F.sum("weight").alias("n")).collect()
-        }
-        if not counts:
-            return {}, [], []
-        w = Window.partitionBy("checker", "kind").orderBy(F.col("time_ns").asc_nulls_last())
-        ex = (
-            union.withColumn("rn", F.row_number().over(w))
-            .filter(F.col("rn") <= n_examples)
-            .drop("rn")
-            .collect()
+    # a union has as many partitions as all its inputs together: coalesce so the (normally
+    # empty) anomaly rows are not shipped through dozens of tiny tasks
+    cores = max(1, frames[0].sparkSession.sparkContext.defaultParallelism)
+    # positional union (every frame has the anomaly columns in order): cheaper to analyse
+    union = reduce(DataFrame.union, frames).coalesce(cores)
+    u = union.withColumn("sec", F.floor(F.col("time_ns") / SEC)).repartition("checker")
+    by_kind = Window.partitionBy("checker", "kind")
+    by_sec = Window.partitionBy("checker", "sec")
+    first = F.col("time_ns").asc_nulls_last()
+    u = u.select(
+        "*",
+        F.row_number().over(by_kind.orderBy(first)).alias("rn"),
+        F.sum("weight").over(by_kind).alias("kind_n"),
+        F.row_number().over(by_sec.orderBy(first)).alias("rn_sec"),
+        F.sum("weight").over(by_sec).alias("sec_n"),
+    )
+    rows = (
+        u.filter((F.col("rn") <= n_examples) | (F.col("rn_sec") == 1))
+        .select(
+            "checker",
+            "kind",
+            "time_ns",
+            "weight",
+            F.when(F.col("rn") <= n_examples, F.col("evidence")).alias("evidence"),
+            (F.col("rn") <= n_examples).alias("example"),
+            "kind_n",
+            F.when(F.col("rn_sec") == 1, F.col("sec")).alias("sec"),
+            "sec_n",
         )
-        examples = [{**r.asDict(), "evidence": json.loads(r["evidence"])} for r in ex]
-        tl = (
-            union.groupBy("checker", F.floor(F.col("time_ns") / SEC).alias("sec"))
-            .agg(F.sum("weight").alias("n"))
-            .collect()
-        )
-        return counts, examples, [r.asDict() for r in tl]
-    finally:
-        union.unpersist()
+        .collect()
+    )
+    counts: dict[tuple[str, str], int] = {}
+    examples: list[dict[str, Any]] = []
+    timeline: list[dict[str, Any]] = []
+    for r in rows:
+        counts[(r["checker"], r["kind"])] = int(r["kind_n"])
+        if r["example"]:
+            examples.append(
+                {
+                    "checker": r["checker"],
+                    "kind": r["kind"],
+                    "time_ns": r["time_ns"],
+                    "weight": r["weight"],
+                    "evidence": json.loads(r["evidence"]),
+                }
+            )
+        if r["sec"] is not None:
+            timeline.append({"checker": r["checker"], "sec": r["sec"], "n": int(r["sec_n"])})
+    examples.sort(key=lambda e: (e["checker"], e["kind"], e["time_ns"] is None, e["time_ns"] or 0))
+    return counts, examples, timeline
 
 
 def _lso_series(data: Any) -> dict[str, Any]:
@@ -205,6 +219,45 @@ def _verdicts(
     return result
 
 
+def _refine(ctx: CheckContext, outputs: list[CheckOutput], examples: list[dict[str, Any]]) -> None:
+    """Fill in the LATER evidence fields of the examples from their exact records (one small
+    Spark job over the few values and places the examples name)."""
+    todo = []
+    values: set[str] = set()
+    places: set[Place] = set()
+    for o in outputs:
+        ex = [e for e in examples if e["checker"] == o.name]
+        if o.refine is None or not ex:
+            continue
+        v, p = o.refine.needs(ctx, ex)
+        values |= v
+        places |= p
+        todo.append((o.refine, ex))
+    if not todo:
+        return
+    exact = Exact()
+    if values:
+        ev = ctx.proj.exact_values(sorted(values))
+        for r in ev.select(
+            "value", *(F.to_json(c).alias(c) for c in ("wr", "first_read", "loc_min", "loc_max"))
+        ).collect():
+            exact.values[r["value"]] = {
+                c: json.loads(r[c]) if r[c] is not None else None
+                for c in ("wr", "first_read", "loc_min", "loc_max")
+            }
+    if places:
+        eo = ctx.proj.exact_offsets(sorted(places))
+        for r in eo.select(
+            "topic", "partition", "offset", *(F.to_json(c).alias(c) for c in ("v_min", "v_max"))
+        ).collect():
+            exact.places[(r["topic"], r["partition"], r["offset"])] = {
+                c: json.loads(r[c]) for c in ("v_min", "v_max")
+            }
+    for refine, ex in todo:
+        for e in ex:
+            refine.apply(e["evidence"], exact)
+
+
 def analyze(
     run_dir: str | os.PathLike[str],
     master: str | None = None,
@@ -213,35 +266,52 @@ def analyze(
     examples: int = 5,
     write: bool = True,
 ) -> Verdict:
-    """Judge one run directory. Raises :class:`RunDirError` if it cannot be read."""
+    """Judge one run directory. Raises :class:`RunDirError` if it cannot be read (checked
+    before Spark starts)."""
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
-    spark = spark or get_session(master)
-    timings["spark_start_s"] = time.perf_counter() - t0
+    run = prepare_run(run_dir)
+    timings["validate_s"] = time.perf_counter() - t0
     t = time.perf_counter()
-    data = load_run(spark, run_dir)
+    spark = spark or get_session(master)
+    timings["spark_start_s"] = time.perf_counter() - t
+    t = time.perf_counter()
+    data = load_run(spark, run)
+    tune_session(spark, run)
     try:
-        timeline = _op_timeline(data.history)
+        with _job(spark, "summary"):
+            summary = summarize(data.history)
     except PySparkException as e:
         raise RunDirError(f"history of {run_dir} could not be read: {e}") from e
     timings["load_s"] = time.perf_counter() - t
-    type_counts: dict[str, int] = {}
-    events = 0
-    for r in timeline:
-        type_counts[r["type"]] = type_counts.get(r["type"], 0) + int(r["ops"])
-        events += int(r["rows"])
-    proj = Projections(data)
+    type_counts = summary.type_counts
+    timeline = summary.timeline
+    events = summary.events
+    proj = Projections(data, summary)
     ctx = CheckContext(data, proj, type_counts, examples)
     t = time.perf_counter()
-    outputs = [mod.check(ctx) for mod in CHECKERS]
+    outputs = []
+    for mod in CHECKERS:
+        tc = time.perf_counter()
+        with _job(spark, f"checker {mod.NAME}"):
+            outputs.append(mod.check(ctx))
+        timings[f"checker_{mod.NAME}_s"] = time.perf_counter() - tc
     frames = [f for o in outputs for f in o.frames]
-    counts, ex, anomaly_tl = _anomaly_results(frames, examples)
+    tc = time.perf_counter()
+    with _job(spark, "anomalies"):
+        counts, ex, anomaly_tl = _anomaly_results(frames, examples)
+    timings["anomaly_job_s"] = time.perf_counter() - tc
+    tc = time.perf_counter()
+    with _job(spark, "evidence"):
+        _refine(ctx, outputs, ex)
+    timings["evidence_s"] = time.perf_counter() - tc
     timings["checkers_s"] = time.perf_counter() - t
     t = time.perf_counter()
-    txn_status = {
-        r["status"]: int(r["count"]) for r in proj.txns.groupBy("status").count().collect()
-    }
-    lso = _lso_series(data) if write else {}
+    with _job(spark, "summaries"):
+        txn_status = {
+            r["status"]: int(r["count"]) for r in proj.txns.groupBy("status").count().collect()
+        }
+        lso = _lso_series(data) if write else {}
     timings["summaries_s"] = time.perf_counter() - t
     proj.release()
     checkers = _verdicts(outputs, counts, ex, examples)
@@ -272,6 +342,17 @@ def analyze(
         verdict.write(root / VERDICT_JSON)
         (root / REPORT_HTML).write_text(render_report(verdict), encoding="utf-8")
     return verdict
+
+
+@contextmanager
+def _job(spark: SparkSession, what: str) -> Iterator[None]:
+    """Name the Spark jobs started inside (the UI is off; names show in logs and listeners)."""
+    sc = spark.sparkContext
+    sc.setJobDescription(f"txnchaos: {what}")
+    try:
+        yield
+    finally:
+        sc.setJobDescription(None)  # type: ignore[arg-type]
 
 
 def main_analyze(run_dir: str | os.PathLike[str], master: str | None = None) -> int:

@@ -1,37 +1,49 @@
-"""Shared projections of a history, computed once per analysis and used by several checkers.
+"""Shared projections of a history, described once per analysis and read by several checkers.
 
-* ``txns``    — one row per transaction ``(writer, txn)``: its fate (``status``) and the times of
-  its end operations.  Small; joined by broadcast.
-* ``located`` — every observation of a value at a place: reads by read_committed consumers
-  (role ``r``; poll and final_read) and producer acks (role ``w``), each with the value's
-  transaction parsed from the self-describing value and that transaction's status.
-* ``values``  — ``located`` grouped by value: was it written, read, finally read, where, when
-  first read.  Aborted reads, precommitted reads, lost writes, duplicates and indeterminate
-  commits are all filters over this one aggregation.
-* ``offsets`` — ``located`` grouped by (topic, partition, offset): which values one offset held.
-* ``ranks``   — offsets known to hold a committed record, numbered per partition (for skips).
-* ``reads``   — read_committed reads per consumer and partition in op order, with the
-  *epoch* (number of rewind points before them) and the previous read of the same epoch.
-* ``spans``   — per consumer, partition and epoch: first and last offset read, records read.
+Checkers only *describe* DataFrames over these; the pipeline runs every checker's frames in one
+Spark job (pipeline.py).  Two shuffles of the history carry almost all the work; their results
+are cached because several checkers read them (without the cache each reader would get its own
+column-pruned copy of the plan, and Spark would shuffle the history once per reader):
+
+* by **value** — ``placements``: every observation of a record value (read_committed reads, role
+  ``r``; producer acks, role ``w``) aggregated per (value, place), a place being a (topic,
+  partition, offset); from it ``values`` (per value: written, read, finally read, first read,
+  its write, its places, its transaction's fate) and ``offsets`` (per place: how many distinct
+  values, committed or not, and the rank among the partition's committed offsets).
+* by **(process, topic, partition)** — ``stream``: reads, the consumers' rewind points and the
+  producers' committed writes, sorted in op order once; one window pass numbers the *epochs*
+  (rewind points before a read: assign, revoke or seek of that partition, or a restart of the
+  process) and finds each read's previous read and each committed write's previous committed
+  write.  ``reads``, ``spans`` and ``partition_reads`` derive from it.
+
+Every aggregation here has fixed-width buffers only (counts, min/max of numbers, ``max_by`` of
+numbers), so Spark runs it as a hash aggregation; names are replaced by ranks (summary.py):
+``place = tp_key << 40 | offset`` orders like (topic, partition, offset), ``wkey = proc_rank <<
+40 | op_id`` orders like (process, op_id).  The structs the checkers show as evidence are built
+afterwards, for the few example anomalies only (``exact_values``, ``exact_offsets``).
+
+* ``txns`` — one row per transaction ``(writer, txn)``: its fate (``status``).  Small; joined by
+  broadcast.
 
 Transaction status: ``committed`` (a commit was acknowledged), ``aborted`` (an abort was
 acknowledged, or the commit definitely failed, or an abort was attempted and no commit was),
 ``indeterminate`` (a commit of unknown outcome), ``open`` (neither: never committed).
 Non-transactional writes take their status from their own ack (ok → committed, info →
 indeterminate, fail → aborted).  Values whose transaction left no trace in the history are
-``unknown`` and never counted as anomalies by status-based checkers.
+``unknown`` and never counted as anomalies by status-based checkers.  A read or ack without a
+topic has no place.
 """
 
 from __future__ import annotations
 
-from functools import cached_property
+from functools import cached_property, reduce
 
-from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from ..harness.history.schema import EventType, Isolation, Outcome
 from .load import RunData
+from .summary import OP_BITS, PARTITION_BITS, PROC_BITS, Summary
 
 E = EventType
 READ_TYPES = [E.POLL.value, E.FINAL_READ.value]
@@ -44,6 +56,12 @@ COMMITTED, ABORTED, INDETERMINATE, OPEN, UNKNOWN = (
     "unknown",
 )
 NOT_COMMITTED = [ABORTED, OPEN]
+READ, WRITE, REWIND = "r", "w", "x"
+OP_MASK = (1 << OP_BITS) - 1
+PROC_MASK = (1 << PROC_BITS) - 1
+#: a write's outcome as a number (aggregation buffers must be fixed-width)
+OUTCOME_CODES = {Outcome.OK.value: 1, Outcome.INFO.value: 2, Outcome.FAIL.value: 3}
+FAIL_CODE = OUTCOME_CODES[Outcome.FAIL.value]
 
 
 def _is(col: str, value: str) -> Column:
@@ -51,33 +69,140 @@ def _is(col: str, value: str) -> Column:
 
 
 def parse_value(value: Column) -> tuple[Column, Column, Column]:
-    """(writer, txn, parsed_ok) from a ``writer|txn|index`` value (txn null for ``-``)."""
+    """(writer, txn, parsed_ok) from a ``writer|txn|index`` value (txn null for ``-`` or when it
+    is not a number)."""
+    # "\\|" (an escaped single character) takes Java's split fast path; a character class such
+    # as "[|]" would compile a regex for every row
     parts = F.split(value, r"\|")
     ok = F.size(parts) == 3
     writer = F.when(ok, parts.getItem(0))
-    txn = F.when(ok & (parts.getItem(1) != F.lit("-")), parts.getItem(1).cast("long"))
+    txn_s = parts.getItem(1)
+    txn = F.when(ok & (txn_s != F.lit("-")), txn_s.try_cast("long"))
     return writer, txn, ok
 
 
+OTHER_CODE = 4  #: an outcome string other than ok/info/fail
+
+
+def outcome_code(col: Column) -> Column:
+    out = F.when(col == F.lit(Outcome.OK.value), F.lit(OUTCOME_CODES[Outcome.OK.value]))
+    for name, c in list(OUTCOME_CODES.items())[1:]:
+        out = out.when(col == F.lit(name), F.lit(c))
+    return out.when(col.isNotNull(), F.lit(OTHER_CODE))
+
+
+def obs_key(role: Column, proc_rank: Column, op_id: Column) -> Column:
+    """An observation as one number ordering like (role, process, op_id): reads before writes."""
+    return (
+        F.when(role == F.lit(WRITE), F.lit(1 << 62)).otherwise(F.lit(0))
+        + F.shiftleft(proc_rank.cast("long"), OP_BITS)
+        + op_id
+    )
+
+
+def obs_role(key: Column) -> Column:
+    return F.when(F.shiftright(key, 62) == 1, F.lit(WRITE)).otherwise(F.lit(READ))
+
+
+def obs_proc_rank(key: Column) -> Column:
+    return F.shiftright(key, OP_BITS).bitwiseAND(F.lit(PROC_MASK))
+
+
+def obs_op_id(key: Column) -> Column:
+    return key.bitwiseAND(F.lit(OP_MASK))
+
+
+def place_offset(place: Column) -> Column:
+    return F.when(place.isNotNull(), place.bitwiseAND(F.lit(OP_MASK)))
+
+
+def place_tp(place: Column) -> Column:
+    return F.shiftright(place, OP_BITS)
+
+
+STATUS_CODES = {COMMITTED: 1, ABORTED: 2, INDETERMINATE: 3, OPEN: 4}
+
+
+def _status_code(col: Column) -> Column:
+    out = F.when(col == F.lit(COMMITTED), F.lit(STATUS_CODES[COMMITTED]))
+    for name, c in list(STATUS_CODES.items())[1:]:
+        out = out.when(col == F.lit(name), F.lit(c))
+    return out
+
+
+def _status_name(code: Column) -> Column:
+    out = F.when(code == F.lit(STATUS_CODES[COMMITTED]), F.lit(COMMITTED))
+    for name, c in list(STATUS_CODES.items())[1:]:
+        out = out.when(code == F.lit(c), F.lit(name))
+    return out
+
+
 class Projections:
-    def __init__(self, data: RunData, persist: bool = True) -> None:
+    def __init__(self, data: RunData, summary: Summary, persist: bool = True) -> None:
         self.data = data
         self.h = data.history
+        self.summary = summary
         self._persist = persist
-        self._kept: list[DataFrame] = []
+        sc = self.h.sparkSession.sparkContext
+        self._rdds_before = set(dict(sc._jsc.getPersistentRDDs()).keys())
+        self.proc_names = summary.processes
+        self.topic_names = summary.topics
+
+    def keep(self, df: DataFrame) -> DataFrame:
+        """Materialise a frame read more than once (released with the projections)."""
+        return self._keep(df)
 
     def _keep(self, df: DataFrame) -> DataFrame:
-        """Persist a projection several checkers read, so it is computed once."""
+        """Materialise a projection several checkers read (see the module docstring), as a
+        local checkpoint: computed once, by the first job that needs it; its rows are kept as
+        they are (no columnar encoding) and its partitioning is kept, and frames built on it
+        start from it rather than from the whole plan that made it (building a DataFrame
+        costs an analysis of its plan, so a short plan is a cheap one)."""
         if not self._persist:
             return df
-        df = df.persist(StorageLevel.MEMORY_AND_DISK)
-        self._kept.append(df)
-        return df
+        return df.localCheckpoint(eager=False)
 
     def release(self) -> None:
-        for df in self._kept:
-            df.unpersist()
-        self._kept.clear()
+        """Drop the materialised projections (the RDDs persisted since this object was made)."""
+        sc = self.h.sparkSession.sparkContext
+        for rdd_id, rdd in dict(sc._jsc.getPersistentRDDs()).items():
+            if rdd_id not in self._rdds_before:
+                rdd.unpersist(False)
+
+    # -- ranks and names ------------------------------------------------------------------
+
+    def proc_rank(self, process: Column) -> Column:
+        """Rank of a process name in the sorted list (a linear search of a short literal array,
+        much cheaper per row than a join)."""
+        names = F.array(*(F.lit(p) for p in self.proc_names or [""]))
+        return (F.array_position(names, process) - 1).cast("int")
+
+    def tp_key(self, topic: Column, partition: Column) -> Column:
+        """topic_rank << 16 | partition: orders like (topic, partition)."""
+        names = F.array(*(F.lit(t) for t in self.topic_names or [""]))
+        rank = F.array_position(names, topic) - 1
+        return F.when(
+            topic.isNotNull() & partition.isNotNull(),
+            F.shiftleft(rank, PARTITION_BITS).bitwiseOR(partition.cast("long")),
+        )
+
+    def proc_name(self, rank: Column) -> Column:
+        if not self.proc_names:
+            return F.lit(None).cast("string")
+        names = F.array(*(F.lit(p) for p in self.proc_names))
+        return F.when(rank.isNotNull(), F.element_at(names, rank.cast("int") + 1))
+
+    def tp_topic(self, tp: Column) -> Column:
+        if not self.topic_names:
+            return F.lit(None).cast("string")
+        names = F.array(*(F.lit(t) for t in self.topic_names))
+        return F.when(
+            tp.isNotNull(), F.element_at(names, F.shiftright(tp, PARTITION_BITS).cast("int") + 1)
+        )
+
+    @staticmethod
+    def tp_partition(tp: Column) -> Column:
+        return tp.bitwiseAND(F.lit((1 << PARTITION_BITS) - 1)).cast("int")
 
     # -- transactions -------------------------------------------------------------------
 
@@ -92,27 +217,16 @@ class Projections:
         commit = _is("type", E.COMMIT.value)
         abort = _is("type", E.ABORT.value)
         ok, info, fail = (_is("outcome", o.value) for o in (Outcome.OK, Outcome.INFO, Outcome.FAIL))
-        end_struct = F.struct(
-            F.col("invoke_ns"),
-            F.col("type"),
-            F.col("outcome"),
-            F.col("complete_ns"),
-            F.col("error"),
-        )
         agg = h.groupBy(F.col("process").alias("t_writer"), F.col("txn").alias("t_txn")).agg(
             F.sum(_is("type", E.SEND.value).cast("int")).alias("n_sends"),
             F.sum((_is("type", E.SEND.value) & _is("outcome", "ok")).cast("int")).alias("n_acked"),
             F.max(_is("type", E.SEND_OFFSETS.value)).alias("has_offsets"),
-            F.min("invoke_ns").alias("begin_ns"),
             F.min(F.when(commit, F.col("invoke_ns"))).alias("commit_invoke_ns"),
             F.max(commit & ok).alias("commit_ok"),
             F.max(commit & info).alias("commit_info"),
             F.max(commit & fail).alias("commit_fail"),
             F.max(abort & ok).alias("abort_ok"),
             F.max(abort).alias("abort_any"),
-            F.collect_list(F.when(commit | abort, end_struct)).alias("end_ops"),
-            F.max("transactional_id").alias("transactional_id"),
-            F.max("producer_id").alias("producer_id"),
         )
         status = (
             F.when(F.col("commit_ok"), F.lit(COMMITTED))
@@ -123,69 +237,412 @@ class Projections:
         )
         return self._keep(agg.withColumn("status", status))
 
-    # -- observations of values ---------------------------------------------------------
+    def _with_txn(
+        self, df: DataFrame, writer: Column, txn: Column, only: Column | None
+    ) -> DataFrame:
+        """``df`` plus its transaction's ``status`` and ``commit_invoke_ns`` (broadcast join;
+        rows where ``only`` is false are not looked up)."""
+        t = F.broadcast(self.txns.select("t_writer", "t_txn", "status", "commit_invoke_ns"))
+        if only is not None:
+            writer, txn = F.when(only, writer), F.when(only, txn)
+        df = df.select("*", writer.alias("_jw"), txn.alias("_jt"))
+        return df.join(t, (df["_jw"] == t["t_writer"]) & (df["_jt"] == t["t_txn"]), "left").drop(
+            "_jw", "_jt", "t_writer", "t_txn"
+        )
 
-    @cached_property
-    def _rc_reads_raw(self) -> DataFrame:
-        return self.h.filter(
+    # -- observations ---------------------------------------------------------------------
+
+    def observations(self, rewinds: bool = False, history: DataFrame | None = None) -> DataFrame:
+        """Reads (role ``r``), acknowledged sends (``w``) and optionally the items of rewind ops
+        (``x``), from one scan: nothing per row but projections (no joins, no parsing)."""
+        h = self.h if history is None else history
+        is_w = _is("type", E.SEND.value)
+        is_r = (
             F.col("type").isin(READ_TYPES)
             & F.col("value").isNotNull()
             & (F.col("isolation").isNull() | _is("isolation", Isolation.READ_COMMITTED.value))
         )
+        keep = (is_w & F.col("value").isNotNull()) | is_r
+        role = F.when(is_w, F.lit(WRITE)).otherwise(F.lit(READ))
+        if rewinds:
+            is_x = F.col("type").isin(REWIND_ITEM_TYPES) & F.col("topic").isNotNull()
+            keep = keep | is_x
+            role = F.when(is_x, F.lit(REWIND)).otherwise(role)
+        return h.filter(keep).select(
+            "process",
+            "op_id",
+            "item",
+            "type",
+            "topic",
+            "partition",
+            "offset",
+            "value",
+            role.alias("role"),
+            F.when(is_w | ~is_r, F.col("invoke_ns"))
+            .otherwise(F.coalesce("complete_ns", "invoke_ns"))
+            .alias("t"),
+            F.when(is_w, F.col("outcome")).alias("outcome"),
+            F.when(is_w, F.col("txn")).alias("w_txn"),
+            F.when(is_w, F.col("source")).alias("source"),
+            F.when(is_w, F.col("group_id")).alias("group_id"),
+            F.when(is_w, F.col("producer_id")).alias("producer_id"),
+        )
+
+    # -- by value ---------------------------------------------------------------------------
 
     @cached_property
-    def located(self) -> DataFrame:
-        cols = ["process", "op_id", "item", "type", "topic", "partition", "offset", "value"]
-        reads = self._rc_reads_raw.select(
-            *cols,
-            F.lit("r").alias("role"),
-            F.coalesce("complete_ns", "invoke_ns").alias("t"),
-            F.lit(None).cast("string").alias("outcome"),
-            F.lit(None).cast("long").alias("w_txn"),
-            F.lit(None).cast("string").alias("source"),
-            F.lit(None).cast("string").alias("group_id"),
-            F.lit(None).cast("long").alias("producer_id"),
+    def placements(self) -> DataFrame:
+        """Per (value, place): observations, the greatest write among them (by process, op_id:
+        what ``max(struct(process, op_id, ...))`` picks), the least and greatest observation,
+        the value's transaction status, and whether the place holds a committed record."""
+        obs = self.observations()
+        w, r = _is("role", WRITE), _is("role", READ)
+        tp = self.tp_key(F.col("topic"), F.col("partition"))
+        rank = self.proc_rank(F.col("process"))
+        obs = obs.select(
+            "value",
+            "t",
+            "w_txn",
+            w.alias("is_w"),
+            r.alias("is_r"),
+            _is("type", E.FINAL_READ.value).alias("is_final"),
+            outcome_code(F.col("outcome")).alias("oc"),
+            F.when(
+                tp.isNotNull() & F.col("offset").isNotNull(),
+                F.shiftleft(tp, OP_BITS) + F.col("offset"),
+            ).alias("place"),
+            tp.alias("tp"),
+            "offset",
+            F.when(w, F.shiftleft(rank.cast("long"), OP_BITS) + F.col("op_id")).alias("wkey"),
+            obs_key(F.col("role"), rank, F.col("op_id")).alias("okey"),
+        ).repartition("value")
+        agg = obs.groupBy("value", "place").agg(
+            F.sum(F.col("is_w").cast("int")).alias("n_w"),
+            F.sum(F.col("is_r").cast("int")).alias("n_r"),
+            F.sum(F.col("is_final").cast("int")).alias("n_final"),
+            F.min(F.when(F.col("is_r"), F.col("t"))).alias("fr_t"),
+            F.max("wkey").alias("wkey"),
+            F.max_by("t", "wkey").alias("w_t"),
+            F.max_by("oc", "wkey").alias("w_outcome"),
+            F.max_by("w_txn", "wkey").alias("w_txn"),
+            F.max_by("tp", "wkey").alias("w_tp"),
+            F.max_by("offset", "wkey").alias("w_offset"),
+            F.max(F.col("is_w") & (F.col("oc") == OUTCOME_CODES[Outcome.OK.value])).alias("any_ok"),
+            F.min("okey").alias("omin"),
+            F.min_by("t", "okey").alias("omin_t"),
+            F.max("okey").alias("omax"),
+            F.max_by("t", "okey").alias("omax_t"),
         )
-        writes = self.h.filter(_is("type", E.SEND.value) & F.col("value").isNotNull()).select(
-            *cols,
-            F.lit("w").alias("role"),
-            F.col("invoke_ns").alias("t"),
-            "outcome",
-            F.col("txn").alias("w_txn"),
-            "source",
-            "group_id",
-            "producer_id",
-        )
-        both = reads.unionByName(writes)
+        # the value's transaction: parsed from the value, else the writer's own (a value not in
+        # the writer|txn|index form is attributed to whoever wrote it)
         writer, txn, parsed = parse_value(F.col("value"))
-        both = both.select(
+        agg = agg.select(
             "*",
-            F.when(parsed, writer)
-            .otherwise(F.when(_is("role", "w"), F.col("process")))
-            .alias("writer"),
-            F.when(parsed, txn).otherwise(F.col("w_txn")).alias("vtxn"),
             parsed.alias("parsed"),
+            F.when(parsed, txn).otherwise(F.col("w_txn")).alias("vtxn"),
         )
-        t = self.txns.select("t_writer", "t_txn", "status", "commit_invoke_ns")
-        joined = both.join(
-            F.broadcast(t),
-            (both["writer"] == t["t_writer"]) & (both["vtxn"] == t["t_txn"]),
-            "left",
-        ).drop("t_writer", "t_txn")
-        # Non-transactional writes: status from their own ack; decided in ``values``.
-        return joined
+        w_proc = self.proc_name(F.shiftright(F.col("wkey"), OP_BITS))
+        agg = self._with_txn(agg, F.when(parsed, writer).otherwise(w_proc), F.col("vtxn"), None)
+        committed = (F.col("n_r") > 0) | (
+            (F.col("n_w") > 0)
+            & (
+                _is("status", COMMITTED)
+                | (F.col("vtxn").isNull() & F.col("parsed") & F.col("any_ok"))
+            )
+        )
+        agg = agg.select(
+            "*",
+            committed.alias("committed"),
+            _status_code(F.col("status")).alias("t_status"),
+        ).drop("status")
+        return self._keep(agg)
 
     @cached_property
     def values(self) -> DataFrame:
-        loc = self.located
-        r = _is("role", "r")
-        w = _is("role", "w")
+        """Per value: n_w, n_r, n_final, fr_t (first read time), its greatest write (wkey, w_t,
+        w_outcome code, w_tp, w_offset), pmin (least place: loc_min) with lmin_o/lmin_t (its
+        least observation), pmax/lmax_o/lmax_t (greatest place, only where it differs: a
+        duplicate), writer, vtxn, status, commit_invoke_ns."""
+        p = self.placements
+        v = p.groupBy("value").agg(
+            F.sum("n_w").alias("n_w"),
+            F.sum("n_r").alias("n_r"),
+            F.sum("n_final").alias("n_final"),
+            F.min("fr_t").alias("fr_t"),
+            F.max("wkey").alias("wkey"),
+            F.max_by("w_t", "wkey").alias("w_t"),
+            F.max_by("w_outcome", "wkey").alias("w_outcome"),
+            F.max_by("w_txn", "wkey").alias("w_txn"),
+            F.max_by("w_tp", "wkey").alias("w_tp"),
+            F.max_by("w_offset", "wkey").alias("w_offset"),
+            F.min("place").alias("pmin"),
+            F.max("place").alias("pmax"),
+            # loc_min / loc_max: the least observation at the least place, the greatest at the
+            # greatest
+            F.min_by("omin", "place").alias("lmin_o"),
+            F.min_by("omin_t", "place").alias("lmin_t"),
+            F.max_by("omax", "place").alias("lmax_o"),
+            F.max_by("omax_t", "place").alias("lmax_t"),
+            # the same for every place of a value in writer|txn|index form
+            F.max("t_status").alias("t_status"),
+            F.max("commit_invoke_ns").alias("commit_invoke_ns"),
+        )
+        writer, txn, parsed = parse_value(F.col("value"))
+        w_proc = self.proc_name(F.shiftright(F.col("wkey"), OP_BITS))
+        wout = F.col("w_outcome")
+        plain_status = (
+            F.when(wout == OUTCOME_CODES[Outcome.OK.value], F.lit(COMMITTED))
+            .when(wout == OUTCOME_CODES[Outcome.INFO.value], F.lit(INDETERMINATE))
+            .when(wout == FAIL_CODE, F.lit(ABORTED))
+            .otherwise(F.lit(UNKNOWN))
+        )
+        vtxn = F.when(parsed, txn).otherwise(F.col("w_txn"))
+        status = (
+            F.when(F.col("t_status").isNotNull(), _status_name(F.col("t_status")))
+            .when(vtxn.isNull() & F.col("wkey").isNotNull(), plain_status)
+            .otherwise(F.lit(UNKNOWN))
+        )
+        v = v.select(
+            "value",
+            "n_w",
+            "n_r",
+            "n_final",
+            "fr_t",
+            "wkey",
+            "w_t",
+            "w_outcome",
+            "w_tp",
+            "w_offset",
+            "pmin",
+            "lmin_o",
+            "lmin_t",
+            # kept only where it differs (a duplicate)
+            F.when(F.col("pmax") != F.col("pmin"), F.col("pmax")).alias("pmax"),
+            "lmax_o",
+            "lmax_t",
+            F.when(parsed, writer).otherwise(w_proc).alias("writer"),
+            vtxn.alias("vtxn"),
+            parsed.alias("parsed"),
+            status.alias("status"),
+            "commit_invoke_ns",
+        )
+        return self._keep(v)
+
+    @cached_property
+    def offsets(self) -> DataFrame:
+        """Per place: how many distinct values were observed there, whether it is known to hold
+        a committed record (read by anyone, or acked by a committed write), and ``rank``: the
+        number of committed places of the partition up to it."""
+        p = self.placements.filter(F.col("place").isNotNull())
+        p = p.select(place_tp(F.col("place")).alias("tp"), "place", "committed")
+        o = (
+            p.repartition("tp")
+            .groupBy("tp", "place")
+            .agg(F.count(F.lit(1)).alias("n_values"), F.max("committed").alias("committed"))
+        )
+        w = Window.partitionBy("tp").orderBy("place")
+        rank = F.sum(F.col("committed").cast("long")).over(
+            w.rowsBetween(Window.unboundedPreceding, Window.currentRow)
+        )
+        return self._keep(o.select("*", F.when(F.col("committed"), rank).alias("rank")))
+
+    def place_struct(self, place: Column, okey: Column, t: Column) -> Column:
+        """The evidence struct of an observation at a place: (topic, partition, offset, role,
+        process, op_id, t)."""
+        tp = place_tp(place)
+        return F.when(
+            place.isNotNull(),
+            F.struct(
+                self.tp_topic(tp).alias("topic"),
+                self.tp_partition(tp).alias("partition"),
+                place_offset(place).alias("offset"),
+                obs_role(okey).alias("role"),
+                self.proc_name(obs_proc_rank(okey)).alias("process"),
+                obs_op_id(okey).alias("op_id"),
+                t.alias("t"),
+            ),
+        )
+
+    def observation_struct(self, value: Column, okey: Column, t: Column) -> Column:
+        """(value, role, process, op_id, t) of an observation."""
+        return F.struct(
+            value.alias("value"),
+            obs_role(okey).alias("role"),
+            self.proc_name(obs_proc_rank(okey)).alias("process"),
+            obs_op_id(okey).alias("op_id"),
+            t.alias("t"),
+        )
+
+    # -- per (process, topic, partition) ------------------------------------------------------
+
+    @cached_property
+    def stream(self) -> DataFrame:
+        """Reads (kind 0) and committed writes (kind 1) in op order per (process, topic,
+        partition) — the stream — with the read's epoch; ``prev`` (offset, value, t, op_id of the
+        previous row of the same kind) is kept only where the order broke: a read not above the
+        previous read of its epoch, a committed write acked below the previous one.  Committed
+        writes are kept only there."""
+        obs = self.observations(rewinds=True)
+        w = _is("role", WRITE)
+        # only writes need their transaction (for "committed"): parse and look up those alone
+        writer, txn, parsed = parse_value(F.col("value"))
+        wtr = F.when(parsed, writer).otherwise(F.col("process"))
+        obs = self._with_txn(obs, wtr, F.when(parsed, txn).otherwise(F.col("w_txn")), w)
+        is_x, is_r = _is("role", REWIND), _is("role", READ)
+        cwrite = w & _is("status", COMMITTED) & F.col("offset").isNotNull()
+        rank = self.proc_rank(F.col("process"))
+        tp = self.tp_key(F.col("topic"), F.col("partition"))
+        obs = obs.filter(is_x | is_r | cwrite).select(
+            (F.shiftleft(rank.cast("long"), OP_BITS) + tp).alias("stream"),
+            F.when(cwrite, F.lit(1)).otherwise(F.lit(0)).alias("kind"),
+            rank.alias("proc_rank"),
+            tp.alias("tp"),
+            "op_id",
+            "item",
+            "offset",
+            "value",
+            "t",
+            is_x.alias("is_rewind"),
+            _is("type", E.FINAL_READ.value).alias("is_final"),
+        )
+        win = Window.partitionBy("stream", "kind").orderBy("op_id", "item")
+        epoch = (
+            F.sum(F.col("is_rewind").cast("int")).over(
+                win.rowsBetween(Window.unboundedPreceding, Window.currentRow)
+            )
+            + self._restarts_before()
+        )
+        s = obs.repartition("stream").withColumn("epoch", epoch).filter(~F.col("is_rewind"))
+        prev = {c: F.lag(c).over(win) for c in ("offset", "value", "t", "op_id", "epoch")}
+        backwards = (
+            (F.col("kind") == 0)
+            & (prev["epoch"] == F.col("epoch"))
+            & (F.col("offset") <= prev["offset"])
+        )
+        reordered = (F.col("kind") == 1) & (F.col("offset") < prev["offset"])
+        prev_s = F.struct(*(prev[c].alias(c) for c in ("offset", "value", "t", "op_id")))
+        s = s.select(
+            "stream",
+            "kind",
+            "proc_rank",
+            "tp",
+            "op_id",
+            "offset",
+            "value",
+            "t",
+            "is_final",
+            "epoch",
+            F.when(backwards | reordered, prev_s).alias("prev"),
+        )
+        return self._keep(s.filter((F.col("kind") == 0) | F.col("prev").isNotNull()))
+
+    def _restarts_before(self) -> Column:
+        """Per stream row: how many restarts (``start`` ops) its process had before this op."""
+        starts = {
+            rank: self.summary.starts[p]
+            for rank, p in enumerate(self.proc_names)
+            if p in self.summary.starts
+        }
+        if not starts:
+            return F.lit(0)
+        m = F.create_map(
+            *[x for r, ops in starts.items() for x in (F.lit(r), F.array(*map(F.lit, ops)))]
+        )
+        op_id = F.col("op_id")
+        before = F.filter(F.try_element_at(m, F.col("proc_rank")), lambda x: x < op_id)
+        return F.coalesce(F.size(before), F.lit(0))
+
+    @cached_property
+    def reads(self) -> DataFrame:
+        return self.stream.filter(F.col("kind") == 0)
+
+    @cached_property
+    def partition_reads(self) -> DataFrame:
+        """Per partition: the highest offset any read returned, and whether a final read ran."""
+        return self.reads.groupBy("tp").agg(
+            F.max("offset").alias("max_read_offset"),
+            F.max("is_final").alias("has_final"),
+        )
+
+    @cached_property
+    def spans(self) -> DataFrame:
+        """Per consumer, partition and epoch: first and last offset read, distinct offsets
+        read (``n_read``), first and last read time; ``backwards``: some read of the epoch was
+        not above the previous one, or had no offset.  Only such an epoch can return an offset
+        twice (elsewhere offsets strictly increase), so only there are distinct offsets
+        counted the expensive way."""
+        key = ["stream", "proc_rank", "tp", "epoch"]
+        s = self.reads.groupBy(*key).agg(
+            F.min("offset").alias("first_offset"),
+            F.max("offset").alias("last_offset"),
+            F.count("offset").alias("n_offsets"),
+            F.min("t").alias("first_t"),
+            F.max("t").alias("last_t"),
+            F.max(F.col("prev").isNotNull() | F.col("offset").isNull()).alias("backwards"),
+        )
+        back = F.broadcast(s.filter(F.col("backwards")).select(*key))
+        distinct = (
+            self.reads.join(back, key)
+            .groupBy(*key)
+            .agg(F.count_distinct("offset").alias("n_distinct"))
+        )
+        s = s.join(F.broadcast(distinct), key, "left").select(
+            *key,
+            "first_offset",
+            "last_offset",
+            F.coalesce("n_distinct", "n_offsets").alias("n_read"),
+            "first_t",
+            "last_t",
+            "backwards",
+        )
+        return self._keep(s)
+
+    @cached_property
+    def span_skips(self) -> DataFrame:
+        """Spans with ``rank_a``/``rank_b`` (the ranks of their first and last offset among the
+        partition's committed offsets) and ``skipped``: committed offsets in between that the
+        span did not return.  Spans are few: their ends are broadcast and the offsets probed
+        once."""
+        s = self.spans.select(
+            "*",
+            (F.shiftleft(F.col("tp"), OP_BITS) + F.col("first_offset")).alias("place_a"),
+            (F.shiftleft(F.col("tp"), OP_BITS) + F.col("last_offset")).alias("place_b"),
+        )
+        ends = s.select(F.explode(F.array("place_a", "place_b")).alias("place")).distinct()
+        rk = self.offsets.filter(F.col("committed")).select("place", "rank")
+        rk = rk.join(F.broadcast(ends), "place")
+        ra = F.broadcast(rk.select(F.col("place").alias("pa"), F.col("rank").alias("rank_a")))
+        rb = F.broadcast(rk.select(F.col("place").alias("pb"), F.col("rank").alias("rank_b")))
+        j = s.join(ra, s["place_a"] == ra["pa"]).join(rb, s["place_b"] == rb["pb"])
+        skipped = F.col("rank_b") - F.col("rank_a") + 1 - F.col("n_read")
+        return self._keep(j.withColumn("skipped", skipped))
+
+    # -- exact evidence for a few values ----------------------------------------------------
+
+    def _subset(self, values: list[str], places: list[tuple[str, int, int]]) -> DataFrame:
+        """Observations of the given values, or at the given (topic, partition, offset)."""
+        obs = self.observations()
+        cond = F.lit(False)
+        if values:
+            cond = cond | F.col("value").isin(values)
+        if places:
+            cond = cond | reduce(
+                lambda a, b: a | b,
+                [
+                    (F.col("topic") == t) & (F.col("partition") == p) & (F.col("offset") == o)
+                    for t, p, o in places
+                ],
+            )
+        return obs.filter(cond)
+
+    def exact_values(self, values: list[str]) -> DataFrame:
+        """The evidence structs of the given values, as the checkers show them: ``wr`` (the
+        greatest write), ``first_read``, ``loc_min``/``loc_max`` (least/greatest place)."""
+        loc = self._subset(values, [])
+        r, w = _is("role", READ), _is("role", WRITE)
         place = F.struct("topic", "partition", "offset", "role", "process", "op_id", "t")
         has_off = F.col("offset").isNotNull()
-        v = loc.groupBy("value").agg(
-            F.sum(w.cast("int")).alias("n_w"),
-            F.sum(r.cast("int")).alias("n_r"),
-            F.sum(_is("type", E.FINAL_READ.value).cast("int")).alias("n_final"),
+        return loc.groupBy("value").agg(
             F.max(
                 F.when(
                     w,
@@ -208,116 +665,12 @@ class Projections:
             ).alias("first_read"),
             F.min(F.when(has_off, place)).alias("loc_min"),
             F.max(F.when(has_off, place)).alias("loc_max"),
-            F.first("writer", ignorenulls=True).alias("writer"),
-            F.first("vtxn", ignorenulls=True).alias("vtxn"),
-            F.first("status", ignorenulls=True).alias("tstatus"),
-            F.first("commit_invoke_ns", ignorenulls=True).alias("commit_invoke_ns"),
-        )
-        wout = F.col("wr.outcome")
-        plain_status = (
-            F.when(wout == Outcome.OK.value, F.lit(COMMITTED))
-            .when(wout == Outcome.INFO.value, F.lit(INDETERMINATE))
-            .when(wout == Outcome.FAIL.value, F.lit(ABORTED))
-            .otherwise(F.lit(UNKNOWN))
-        )
-        status = (
-            F.when(F.col("tstatus").isNotNull(), F.col("tstatus"))
-            .when(F.col("vtxn").isNull() & F.col("wr").isNotNull(), plain_status)
-            .otherwise(F.lit(UNKNOWN))
-        )
-        return self._keep(v.withColumn("status", status).drop("tstatus"))
-
-    @cached_property
-    def partition_reads(self) -> DataFrame:
-        """Per partition: the highest offset any read returned, and whether a final read ran."""
-        return self._rc_reads_raw.groupBy("topic", "partition").agg(
-            F.max("offset").alias("max_read_offset"),
-            F.max(_is("type", E.FINAL_READ.value)).alias("has_final"),
         )
 
-    @cached_property
-    def offsets(self) -> DataFrame:
-        loc = self.located.filter(F.col("offset").isNotNull())
-        committed = _is("role", "r") | (
-            _is("role", "w")
-            & (
-                _is("status", COMMITTED)
-                | (F.col("vtxn").isNull() & F.col("parsed") & _is("outcome", Outcome.OK.value))
-            )
-        )
+    def exact_offsets(self, places: list[tuple[str, int, int]]) -> DataFrame:
+        """The least and greatest observation (value, role, process, op_id, t) at each place."""
+        loc = self._subset([], places)
         obs = F.struct("value", "role", "process", "op_id", "t")
-        return self._keep(
-            loc.repartition("topic", "partition")
-            .groupBy("topic", "partition", "offset")
-            .agg(
-                F.min(obs).alias("v_min"),
-                F.max(obs).alias("v_max"),
-                F.max(committed).alias("committed"),
-            )
-        )
-
-    @cached_property
-    def ranks(self) -> DataFrame:
-        w = Window.partitionBy("topic", "partition").orderBy("offset")
-        return (
-            self.offsets.filter(F.col("committed"))
-            .select("topic", "partition", "offset")
-            .withColumn("rank", F.row_number().over(w))
-        )
-
-    # -- consumer streams -----------------------------------------------------------------
-
-    @cached_property
-    def reads(self) -> DataFrame:
-        writer, txn, _ = parse_value(F.col("value"))
-        base = ["process", "op_id", "item", "topic", "partition", "offset", "value"]
-        reads = self._rc_reads_raw.select(
-            *base,
-            F.coalesce("complete_ns", "invoke_ns").alias("t"),
-            writer.alias("writer"),
-            txn.alias("vtxn"),
-            F.lit(0).alias("is_rewind"),
-        )
-        rewinds = self.h.filter(
-            F.col("type").isin(REWIND_ITEM_TYPES) & F.col("topic").isNotNull()
-        ).select(
-            "process",
-            "op_id",
-            "item",
-            "topic",
-            "partition",
-            F.lit(None).cast("long").alias("offset"),
-            F.lit(None).cast("string").alias("value"),
-            F.col("invoke_ns").alias("t"),
-            F.lit(None).cast("string").alias("writer"),
-            F.lit(None).cast("long").alias("vtxn"),
-            F.lit(1).alias("is_rewind"),
-        )
-        w = Window.partitionBy("process", "topic", "partition").orderBy("op_id", "item")
-        s = reads.unionByName(rewinds).withColumn(
-            "epoch",
-            F.sum("is_rewind").over(w.rowsBetween(Window.unboundedPreceding, Window.currentRow)),
-        )
-        s = s.filter(F.col("is_rewind") == 0)
-        return self._keep(
-            s.select(
-                "*",
-                F.lag("offset").over(w).alias("prev_offset"),
-                F.lag("epoch").over(w).alias("prev_epoch"),
-                F.lag("value").over(w).alias("prev_value"),
-                F.lag("t").over(w).alias("prev_t"),
-            )
-        )
-
-    @cached_property
-    def spans(self) -> DataFrame:
-        r = self.reads
-        return self._keep(
-            r.groupBy("process", "topic", "partition", "epoch").agg(
-                F.min("offset").alias("first_offset"),
-                F.max("offset").alias("last_offset"),
-                F.count_distinct("offset").alias("n_read"),
-                F.min("t").alias("first_t"),
-                F.max("t").alias("last_t"),
-            )
+        return loc.groupBy("topic", "partition", "offset").agg(
+            F.min(obs).alias("v_min"), F.max(obs).alias("v_max")
         )

@@ -1,23 +1,72 @@
 """SparkSession factory tuned for short local jobs (and a ``--master`` override for clusters).
 
-Local defaults: ``local[2]``, UI off, driver bound to 127.0.0.1, few shuffle partitions (the data
-of one run is small per core, so many partitions only add task overhead), adaptive execution on,
-a generous broadcast threshold (transaction tables are small and joining them by broadcast avoids
-shuffles of the history).  With a remote master the driver is not bound to loopback (executors
-must reach it) and Spark's own partitioning defaults apply.
+Local defaults: ``local[2]``, UI off, driver bound to 127.0.0.1 (``SPARK_LOCAL_IP`` is set before
+the JVM starts, so Spark does not warn that the hostname resolves to loopback), log4j at ERROR
+(real errors stay visible; Spark's start-up chatter does not), few shuffle partitions
+(``tune_session`` picks them from the history's size: the data of one run is small per core, and
+every extra partition is another task per stage), a generous broadcast threshold (transaction
+tables are small and joining them by broadcast avoids shuffles of the history).  With a remote
+master the driver is not bound to loopback (executors must reach it) and Spark's own logging and
+partitioning defaults apply.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
+import tempfile
+from pathlib import Path
 
+import pyarrow.parquet as pq
 from pyspark.sql import SparkSession
 
+from ..harness.history.run_dir import RunDir
+
 DEFAULT_MASTER = "local[2]"
+#: log4j2 configuration of local sessions: errors only, on stderr (Spark's start-up chatter —
+#: NativeCodeLoader, default-profile notices — stays quiet; real errors stay visible)
+LOG4J_PROPERTIES = """\
+rootLogger.level = error
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex
+logger.parquet.name = org.apache.parquet.CorruptStatistics
+logger.parquet.level = fatal
+logger.repl.name = org.apache.spark.repl.Main
+logger.repl.level = error
+"""
+#: history rows per shuffle partition (local runs), and the bounds: below ``MIN_PARALLEL_ROWS``
+#: one partition (a task per stage costs more than the work); above it at least one per core
+ROWS_PER_PARTITION = 2_500_000
+MIN_PARALLEL_ROWS = 200_000
+MAX_LOCAL_PARTITIONS = 4
 
 
 def _is_local(master: str) -> bool:
     return master.startswith("local")
+
+
+def local_cores(master: str) -> int:
+    """Worker threads of a ``local``, ``local[N]``, ``local[*]`` or ``local[N,F]`` master."""
+    inner = master[len("local[") : -1] if master.startswith("local[") else ""
+    n = inner.split(",")[0]
+    if n == "*":
+        return os.cpu_count() or 1
+    return int(n) if n.isdigit() and int(n) > 0 else 1
+
+
+def _log4j_conf() -> Path:
+    """The log4j2 file (written once to the temp dir: no package data needed)."""
+    digest = hashlib.sha256(LOG4J_PROPERTIES.encode()).hexdigest()[:12]
+    path = Path(tempfile.gettempdir()) / f"txnchaos-log4j2-{digest}.properties"
+    if not path.exists():
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(LOG4J_PROPERTIES, encoding="utf-8")
+        tmp.replace(path)
+    return path
 
 
 def get_session(master: str | None = None, app_name: str = "txnchaos-analysis") -> SparkSession:
@@ -32,20 +81,50 @@ def get_session(master: str | None = None, app_name: str = "txnchaos-analysis") 
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.sql.adaptive.enabled", "true")
+        .config("spark.sql.adaptive.enabled", "false")
+        # an analysis plans ~150 distinct code-generated stages: keep them all compiled (the
+        # default cache of 100 recompiles them in every task of every analysis)
+        .config("spark.sql.codegen.cache.maxEntries", "2000")
         .config("spark.sql.autoBroadcastJoinThreshold", str(64 * 1024 * 1024))
         .config("spark.sql.parquet.enableVectorizedReader", "true")
+        # joins on (a, b) may reuse a partitioning on b alone: no second shuffle of the side
+        # that already has it
+        .config("spark.sql.requireAllClusterKeysForCoPartition", "false")
+        # cached projections are built once and read a few times: compressing them costs more
+        # CPU than it saves
+        .config("spark.sql.inMemoryColumnarStorage.compressed", "false")
         .config("spark.serializer", "org.apache.spark.serializer.KryoSerializer")
     )
     if _is_local(master):
+        # before the JVM starts: bind to loopback without the "resolves to a loopback
+        # address" warning
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         b = (
             b.config("spark.driver.host", "127.0.0.1")
             .config("spark.driver.bindAddress", "127.0.0.1")
-            .config("spark.sql.shuffle.partitions", "4")
-            .config("spark.default.parallelism", "4")
+            .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={_log4j_conf()}")
+            .config("spark.sql.shuffle.partitions", str(MAX_LOCAL_PARTITIONS))
+            .config("spark.default.parallelism", str(MAX_LOCAL_PARTITIONS))
             .config("spark.driver.memory", os.environ.get("TXNCHAOS_SPARK_MEMORY", "4g"))
-            .config("spark.sql.adaptive.coalescePartitions.enabled", "true")
+            # shuffles stay on this machine's disk (page cache): compressing them costs more
+            # CPU than the bytes it saves
+            .config("spark.shuffle.compress", "false")
+            .config("spark.shuffle.spill.compress", "false")
         )
     spark = b.getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
+    if _is_local(master):
+        spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+def tune_session(spark: SparkSession, run: RunDir) -> None:
+    """Local sessions: shuffle partitions by history size (1 for small runs, at least one per
+    core once the work is worth splitting, up to ``MAX_LOCAL_PARTITIONS``): per-task overhead
+    dominates small histories."""
+    if not _is_local(spark.sparkContext.master) or run.history_parquet is None:
+        return
+    rows = pq.ParquetFile(run.history_parquet).metadata.num_rows
+    n = max(1, min(MAX_LOCAL_PARTITIONS, -(-rows // ROWS_PER_PARTITION)))
+    if rows >= MIN_PARALLEL_ROWS:
+        n = max(n, min(MAX_LOCAL_PARTITIONS, local_cores(spark.sparkContext.master)))
+    spark.conf.set("spark.sql.shuffle.partitions", str(n))

@@ -807,6 +807,19 @@ class Synth:
         op["outcome"] = "info"
         return f"{pick[0]}/{pick[1]}"
 
+    def add_purged_abort(self) -> str:
+        """Not an anomaly: a transaction whose only send failed before reaching a broker (purged
+        unsent), then aborted.  librdkafka sends no EndTxn for it, so the coordinator never
+        counts the abort (the synthetic counters, computed at build time, do not either)."""
+        writer = "w-purged"
+        common = {"txn": 0, "transactional_id": f"tid-{writer}", "producer_id": 4000}
+        self.op(writer, EventType.BEGIN, latency=0.01, **common)
+        tp = (self.cfg.topic, 0)
+        item = {"topic": tp[0], "partition": tp[1], "value": encode_value(writer, 0, 0)}
+        self.op(writer, EventType.SEND, "fail", [item], error="_PURGE_QUEUE", **common)
+        self.op(writer, EventType.ABORT, **common)
+        return f"{writer}/0"
+
     def inject_hanging_at_end(self) -> str:
         """A partition left with LSO < high watermark by an open transaction."""
         p = self.final_state["partitions"][0]

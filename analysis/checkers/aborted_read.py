@@ -7,17 +7,28 @@ records (values) so returned."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from pyspark.sql import functions as F
 
 from ..projections import NOT_COMMITTED
-from .base import CheckOutput, anomalies, definition
+from .base import LATER, CheckOutput, Exact, Refine, anomalies, definition, fill
 from .context import CheckContext
 
 NAME = "aborted_read"
 
 
+def _needs(ctx: CheckContext, examples: list[dict[str, Any]]) -> tuple[set[str], set[Any]]:
+    return {e["evidence"]["value"] for e in examples}, set()
+
+
+def _apply(ev: dict[str, Any], exact: Exact) -> None:
+    fill(ev, "written", exact.value(ev["value"], "wr"))
+    fill(ev, "first_read", exact.value(ev["value"], "first_read"))
+
+
 def check(ctx: CheckContext) -> CheckOutput:
-    out = CheckOutput(NAME, definition(__doc__), ("aborted_read",))
+    out = CheckOutput(NAME, definition(__doc__), ("aborted_read",), refine=Refine(_needs, _apply))
     if not ctx.has_reads:
         out.unknown = "no read_committed reads in the history"
         return out
@@ -27,14 +38,14 @@ def check(ctx: CheckContext) -> CheckOutput:
             v,
             NAME,
             "aborted_read",
-            F.col("first_read.t"),
+            F.col("fr_t"),
             {
                 "value": F.col("value"),
                 "transaction": F.struct(
                     F.col("writer"), F.col("vtxn").alias("txn"), F.col("status")
                 ),
-                "written": F.col("wr"),
-                "first_read": F.col("first_read"),
+                "written": F.lit(LATER),
+                "first_read": F.lit(LATER),
                 "times_read": F.col("n_r"),
             },
         )

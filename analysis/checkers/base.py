@@ -5,10 +5,17 @@ anomalies the row stands for (usually 1; a skipped-offsets span counts each skip
 ``evidence`` is a JSON object with the smallest set of records, operations and times that shows
 the anomaly.  Spark-side checkers return a DataFrame of such rows; checkers over small inputs
 (final state, metrics) return Python dicts of the same shape.
+
+Detection runs on numbers (see projections.py), so some evidence — the records themselves, as
+structs of the operations that wrote or read them — is filled in afterwards, for the example
+rows only: a checker marks such fields :data:`LATER` and gives a :class:`Refine`, which names
+the values and places whose exact records it needs (``needs``) and then fills the fields in from
+them (``apply``).  The pipeline gathers every checker's needs into one small Spark job.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,6 +23,41 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 ANOMALY_COLUMNS = ("checker", "kind", "time_ns", "weight", "evidence")
+#: placeholder of an evidence field that :class:`Refine` fills in (keeps the field's position)
+LATER = "(filled in for examples)"
+Place = tuple[str, int, int]  #: (topic, partition, offset)
+
+
+@dataclass
+class Exact:
+    """Exact records, as JSON-ready dicts: per value ``wr`` (its greatest write), ``first_read``,
+    ``loc_min`` and ``loc_max`` (least and greatest observation with an offset); per place
+    ``v_min`` and ``v_max`` (least and greatest observation).  Absent fields are null."""
+
+    values: dict[str, dict[str, Any]] = field(default_factory=dict)
+    places: dict[Place, dict[str, Any]] = field(default_factory=dict)
+
+    def value(self, value: str, what: str) -> Any:
+        return self.values.get(value, {}).get(what)
+
+    def place(self, place: Place, what: str) -> Any:
+        return self.places.get(place, {}).get(what)
+
+
+@dataclass
+class Refine:
+    #: (ctx, examples) -> (values, places) whose exact records the examples need
+    needs: Callable[[Any, list[dict[str, Any]]], tuple[set[str], set[Place]]]
+    #: (example evidence, exact records) -> None: replaces the LATER fields
+    apply: Callable[[dict[str, Any], Exact], None]
+
+
+def fill(evidence: dict[str, Any], key: str, value: Any) -> None:
+    """Set a LATER field; drop it when null (as to_json drops null fields)."""
+    if value is None:
+        evidence.pop(key, None)
+    else:
+        evidence[key] = value
 
 
 @dataclass
@@ -28,6 +70,7 @@ class CheckOutput:
     unknown: str | None = None  #: reason the checker could not judge this run
     notes: list[str] = field(default_factory=list)
     checked: dict[str, int] = field(default_factory=dict)
+    refine: Refine | None = None  #: fills LATER evidence fields of the examples
 
 
 def anomalies(

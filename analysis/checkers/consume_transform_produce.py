@@ -8,18 +8,70 @@ one), outputs ahead of the committed offsets."""
 
 from __future__ import annotations
 
+from typing import Any
+
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from ..projections import COMMITTED
-from .base import CheckOutput, anomalies, definition
+from ..projections import COMMITTED, place_offset, place_tp
+from ..summary import OP_BITS
+from .base import LATER, CheckOutput, Exact, Refine, anomalies, definition
 from .context import CheckContext
 
 NAME = "consume_transform_produce"
 
 
+def _outputs(proj: Any, sources: list[str] | None = None) -> DataFrame:
+    """(value, o_group, o_source) of the output records in the final read: values whose
+    greatest write (the one ``values`` keeps) names a source.  A value's source and group are
+    not kept per value (they are strings): they come from that write in the history."""
+    h = proj.h
+    cond = (F.col("type") == "send") & F.col("value").isNotNull() & F.col("source").isNotNull()
+    if sources is not None:
+        cond = cond & F.col("source").isin(sources)
+    sends = h.filter(cond).select("value", "process", "op_id", "group_id", "source")
+    sends = sends.select(
+        "value",
+        (
+            F.shiftleft(proj.proc_rank(F.col("process")).cast("long"), OP_BITS) + F.col("op_id")
+        ).alias("wkey"),
+        F.col("group_id").alias("o_group"),
+        F.col("source").alias("o_source"),
+    )
+    v = proj.values.filter(F.col("n_final") > 0).select("value", "wkey")
+    # a hash join building on the sends: the values (cached, partitioned by value) are not sorted
+    return v.join(sends.hint("shuffle_hash"), ["value", "wkey"]).select(
+        "value", "o_group", "o_source"
+    )
+
+
+def _needs(ctx: CheckContext, examples: list[dict[str, Any]]) -> tuple[set[str], set[Any]]:
+    pairs = {(e["evidence"]["group"], e["evidence"]["input"]["value"]) for e in examples}
+    rows = _outputs(ctx.proj, sorted({src for _, src in pairs})).collect()
+    by_key: dict[tuple[str, str], list[str]] = {}
+    for r in rows:
+        by_key.setdefault((r["o_group"], r["o_source"]), []).append(r["value"])
+    for e in examples:
+        ev = e["evidence"]
+        ev["_outputs"] = sorted(by_key.get((ev["group"], ev["input"]["value"]), []))
+    return {r["value"] for r in rows}, set()
+
+
+def _apply(ev: dict[str, Any], exact: Exact) -> None:
+    outs = [{"value": v, "loc_min": exact.value(v, "loc_min")} for v in ev.pop("_outputs", [])]
+    for o in outs:
+        if o["loc_min"] is None:
+            del o["loc_min"]
+    # min and max of struct(value, loc_min): by value (values are unique)
+    ev["outputs_first_last"] = [outs[0], outs[-1]] if outs else [None, None]
+
+
 def check(ctx: CheckContext) -> CheckOutput:
     out = CheckOutput(
-        NAME, definition(__doc__), ("missing_output", "duplicate_output", "output_ahead_of_offsets")
+        NAME,
+        definition(__doc__),
+        ("missing_output", "duplicate_output", "output_ahead_of_offsets"),
+        refine=Refine(_needs, _apply),
     )
     if not ctx.type_counts.get("send_offsets"):
         out.unknown = "no consume-transform-produce copier in this run (no send_offsets)"
@@ -32,44 +84,43 @@ def check(ctx: CheckContext) -> CheckOutput:
     so = h.filter((F.col("type") == "send_offsets") & F.col("topic").isNotNull())
     t = proj.txns.filter(F.col("status") == COMMITTED).select("t_writer", "t_txn")
     so = so.join(F.broadcast(t), (so["process"] == t["t_writer"]) & (so["txn"] == t["t_txn"]))
-    pos = so.groupBy(
-        F.col("group_id").alias("g"),
-        F.col("topic").alias("g_topic"),
-        F.col("partition").alias("g_part"),
-    ).agg(F.max("offset").alias("committed_pos"))
-    v = proj.values.filter(F.col("n_final") > 0)
-    outputs = (
-        v.filter(F.col("wr.source").isNotNull())
-        .groupBy(F.col("wr.group_id").alias("o_group"), F.col("wr.source").alias("o_source"))
-        .agg(
-            F.count(F.lit(1)).alias("n_out"),
-            F.min(F.struct(F.col("value"), F.col("loc_min"))).alias("out_first"),
-            F.max(F.struct(F.col("value"), F.col("loc_min"))).alias("out_last"),
-        )
+    pos = (
+        so.groupBy(F.col("group_id").alias("g"), "topic", "partition")
+        .agg(F.max("offset").alias("committed_pos"))
+        .select("g", proj.tp_key(F.col("topic"), F.col("partition")).alias("g_tp"), "committed_pos")
     )
-    inputs = v.join(
-        F.broadcast(pos),
-        (v["loc_min.topic"] == pos["g_topic"]) & (v["loc_min.partition"] == pos["g_part"]),
-    ).select(
+    v = proj.values.filter(F.col("n_final") > 0)
+    # outputs in the final read per (group, input value)
+    outputs = (
+        _outputs(proj)
+        .repartition("o_source")
+        .groupBy("o_group", "o_source")
+        .agg(F.count(F.lit(1)).alias("n_out"))
+    )
+    inputs = v.join(F.broadcast(pos), place_tp(F.col("pmin")) == F.col("g_tp")).select(
         "g",
         "value",
-        F.col("loc_min.topic").alias("topic"),
-        F.col("loc_min.partition").alias("partition"),
-        F.col("loc_min.offset").alias("offset"),
+        F.col("g_tp").alias("tp"),
+        place_offset(F.col("pmin")).alias("offset"),
         "committed_pos",
-        F.col("first_read.t").alias("t"),
+        F.col("fr_t").alias("t"),
     )
     j = inputs.join(
-        outputs,
+        outputs.hint("shuffle_hash"),
         (inputs["g"] == outputs["o_group"]) & (inputs["value"] == outputs["o_source"]),
         "left",
     ).withColumn("n_out", F.coalesce("n_out", F.lit(0)))
     ev = {
         "group": F.col("g"),
-        "input": F.struct("value", "topic", "partition", "offset"),
+        "input": F.struct(
+            "value",
+            proj.tp_topic(F.col("tp")).alias("topic"),
+            proj.tp_partition(F.col("tp")).alias("partition"),
+            "offset",
+        ),
         "group_committed_position": F.col("committed_pos"),
         "outputs_in_final_read": F.col("n_out"),
-        "outputs_first_last": F.array(F.col("out_first"), F.col("out_last")),
+        "outputs_first_last": F.lit(LATER),
     }
     below = F.col("offset") < F.col("committed_pos")
     out.frames.append(

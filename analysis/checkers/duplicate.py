@@ -1,6 +1,7 @@
 """Duplicate: (a) one value observed at more than one (topic, partition, offset) across acks and
 reads — it was written to the log more than once; or (b) one value returned twice to one
-consumer in one partition without a rewind point (assign, revoke, seek) between the two polls.
+consumer in one partition without a rewind point (assign, revoke, seek, or a restart of the
+consumer) between the two polls.
 Counts: (a) distinct values; (b) distinct (consumer, partition, epoch, value)."""
 
 from __future__ import annotations
@@ -18,26 +19,45 @@ def check(ctx: CheckContext) -> CheckOutput:
     if not ctx.has_reads:
         out.unknown = "no reads in the history"
         return out
-    v = ctx.proj.values.filter(
-        (F.col("loc_min.topic") != F.col("loc_max.topic"))
-        | (F.col("loc_min.partition") != F.col("loc_max.partition"))
-        | (F.col("loc_min.offset") != F.col("loc_max.offset"))
-    )
+    proj = ctx.proj
+    # values keeps pmax only where it is another place than pmin
+    v = proj.values.filter(F.col("pmax").isNotNull())
     out.frames.append(
         anomalies(
             v,
             NAME,
             "multiple_offsets",
-            F.least(F.col("loc_min.t"), F.col("loc_max.t")),
-            {"value": F.col("value"), "seen_at": F.array(F.col("loc_min"), F.col("loc_max"))},
+            F.least(F.col("lmin_t"), F.col("lmax_t")),
+            {
+                "value": F.col("value"),
+                "seen_at": F.array(
+                    proj.place_struct(F.col("pmin"), F.col("lmin_o"), F.col("lmin_t")),
+                    proj.place_struct(F.col("pmax"), F.col("lmax_o"), F.col("lmax_t")),
+                ),
+            },
         )
     )
-    r = ctx.proj.reads.groupBy("process", "topic", "partition", "epoch", "value").agg(
-        F.count(F.lit(1)).alias("n"),
-        F.min(F.struct("t", "op_id", "offset")).alias("first_return"),
-        F.max(F.struct("t", "op_id", "offset")).alias("last_return"),
+    # A value returned twice in one epoch was returned either at one offset twice (then the
+    # epoch's offsets did not strictly increase: the span is "backwards") or at two offsets
+    # (then the value has two places: a multiple_offsets duplicate).  Only those reads are
+    # counted.
+    back = F.broadcast(proj.spans.filter(F.col("backwards")).select("stream", "epoch"))
+    dup_values = F.broadcast(v.select("value"))
+    reads = proj.reads.join(back, ["stream", "epoch"], "left_semi").unionByName(
+        proj.reads.join(back, ["stream", "epoch"], "left_anti").join(
+            dup_values, "value", "left_semi"
+        )
     )
-    r = r.filter(F.col("n") > 1)
+    key = ["stream", "epoch", "value"]
+    r = (
+        reads.groupBy(*key, "proc_rank", "tp")
+        .agg(
+            F.count(F.lit(1)).alias("n"),
+            F.min(F.struct("t", "op_id", "offset")).alias("first_return"),
+            F.max(F.struct("t", "op_id", "offset")).alias("last_return"),
+        )
+        .filter(F.col("n") > 1)
+    )
     out.frames.append(
         anomalies(
             r,
@@ -45,13 +65,13 @@ def check(ctx: CheckContext) -> CheckOutput:
             "redelivered",
             F.col("last_return.t"),
             {
-                "consumer": F.col("process"),
-                "topic": F.col("topic"),
-                "partition": F.col("partition"),
+                "consumer": proj.proc_name(F.col("proc_rank")),
+                "topic": proj.tp_topic(F.col("tp")),
+                "partition": proj.tp_partition(F.col("tp")),
                 "value": F.col("value"),
                 "times_returned": F.col("n"),
                 "returns": F.array(F.col("first_return"), F.col("last_return")),
-                "note": F.lit("no assign/revoke/seek between these polls"),
+                "note": F.lit("no assign/revoke/seek/restart between these polls"),
             },
         )
     )

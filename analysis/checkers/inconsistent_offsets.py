@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pyspark.sql import functions as F
 
+from ..projections import place_offset
 from .base import CheckOutput, anomalies, definition
 from .context import CheckContext
 
@@ -14,18 +15,33 @@ NAME = "inconsistent_offsets"
 
 def check(ctx: CheckContext) -> CheckOutput:
     out = CheckOutput(NAME, definition(__doc__), ("inconsistent_offset",))
-    o = ctx.proj.offsets.filter(F.col("v_min.value") != F.col("v_max.value"))
+    proj = ctx.proj
+    bad = proj.offsets.filter(F.col("n_values") > 1).select("tp", "place")
+    # the least and greatest observation there (by value, role, process, op_id, t), from the
+    # placements of the few offsets found
+    p = proj.placements.join(F.broadcast(bad), "place")
+    o = p.groupBy("tp", "place").agg(
+        F.min(F.struct("value", "omin", "omin_t")).alias("lo"),
+        F.max(F.struct("value", "omax", "omax_t")).alias("hi"),
+    )
     out.frames.append(
         anomalies(
             o,
             NAME,
             "inconsistent_offset",
-            F.least(F.col("v_min.t"), F.col("v_max.t")),
+            F.least(F.col("lo.omin_t"), F.col("hi.omax_t")),
             {
-                "topic": F.col("topic"),
-                "partition": F.col("partition"),
-                "offset": F.col("offset"),
-                "observations": F.array(F.col("v_min"), F.col("v_max")),
+                "topic": proj.tp_topic(F.col("tp")),
+                "partition": proj.tp_partition(F.col("tp")),
+                "offset": place_offset(F.col("place")),
+                "observations": F.array(
+                    proj.observation_struct(
+                        F.col("lo.value"), F.col("lo.omin"), F.col("lo.omin_t")
+                    ),
+                    proj.observation_struct(
+                        F.col("hi.value"), F.col("hi.omax"), F.col("hi.omax_t")
+                    ),
+                ),
             },
         )
     )

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pyspark.sql import functions as F
 
-from ..projections import INDETERMINATE
+from ..projections import FAIL_CODE, INDETERMINATE
 from .base import CheckOutput, anomalies, definition
 from .context import CheckContext
 
@@ -23,7 +23,7 @@ def check(ctx: CheckContext) -> CheckOutput:
         (F.col("status") == INDETERMINATE)
         & F.col("vtxn").isNotNull()
         & (F.col("n_w") > 0)
-        & (F.col("wr.outcome") != "fail")
+        & (F.col("w_outcome") != FAIL_CODE)
     )
     vis = F.col("n_final") > 0
     g = v.groupBy("writer", "vtxn").agg(

@@ -6,17 +6,27 @@ it. Writes whose own send definitely failed are not expected. Count: distinct re
 
 from __future__ import annotations
 
+from typing import Any
+
 from pyspark.sql import functions as F
 
-from ..projections import COMMITTED
-from .base import CheckOutput, anomalies, definition
+from ..projections import COMMITTED, FAIL_CODE
+from .base import LATER, CheckOutput, Exact, Refine, anomalies, definition, fill
 from .context import CheckContext
 
 NAME = "lost_write"
 
 
+def _needs(ctx: CheckContext, examples: list[dict[str, Any]]) -> tuple[set[str], set[Any]]:
+    return {e["evidence"]["value"] for e in examples}, set()
+
+
+def _apply(ev: dict[str, Any], exact: Exact) -> None:
+    fill(ev, "write", exact.value(ev["value"], "wr"))
+
+
 def check(ctx: CheckContext) -> CheckOutput:
-    out = CheckOutput(NAME, definition(__doc__), ("lost_write",))
+    out = CheckOutput(NAME, definition(__doc__), ("lost_write",), refine=Refine(_needs, _apply))
     if not ctx.has_reads:
         out.unknown = "no reads in the history, so no write can be shown lost"
         return out
@@ -26,16 +36,12 @@ def check(ctx: CheckContext) -> CheckOutput:
         (F.col("status") == COMMITTED)
         & (F.col("n_w") > 0)
         & (F.col("n_r") == 0)
-        & (F.col("wr.outcome") != "fail")
+        & (F.col("w_outcome") != FAIL_CODE)
     )
-    p = ctx.proj.partition_reads
-    j = v.join(
-        F.broadcast(p),
-        (v["wr.topic"] == p["topic"]) & (v["wr.partition"] == p["partition"]),
-        "left",
-    )
+    p = F.broadcast(ctx.proj.partition_reads)
+    j = v.join(p, v["w_tp"] == p["tp"], "left")
     covered = F.coalesce(F.col("has_final"), F.lit(False)) | (
-        F.col("wr.offset") < F.col("max_read_offset")
+        F.col("w_offset") < F.col("max_read_offset")
     )
     lost = j.filter(covered)
     out.frames.append(
@@ -43,11 +49,11 @@ def check(ctx: CheckContext) -> CheckOutput:
             lost,
             NAME,
             "lost_write",
-            F.col("wr.t"),
+            F.col("w_t"),
             {
                 "value": F.col("value"),
                 "transaction": F.struct(F.col("writer"), F.col("vtxn").alias("txn")),
-                "write": F.col("wr"),
+                "write": F.lit(LATER),
                 "commit_invoked_ns": F.col("commit_invoke_ns"),
                 "partition_max_read_offset": F.col("max_read_offset"),
                 "final_read_covered_partition": F.col("has_final"),

@@ -191,16 +191,10 @@ def _lag(out: CheckOutput, fs: dict[str, Any], rows: list[Any]) -> None:
 
 
 def _pids(ctx: CheckContext, out: CheckOutput, fs: dict[str, Any] | None, rows: list[Any]) -> None:
-    h = ctx.proj.h.filter((F.col("type") == "send") & F.col("producer_id").isNotNull())
-    per_pid = (
-        h.groupBy("topic", "partition", "producer_id")
-        .agg(F.max(F.col("outcome") == "ok").alias("acked"))
-        .collect()
-    )
-    lower = len({r["producer_id"] for r in per_pid if r["acked"]})
-    n_by_tp: dict[tuple[str, int], int] = {}
-    for r in per_pid:
-        n_by_tp[(r["topic"], r["partition"])] = n_by_tp.get((r["topic"], r["partition"]), 0) + 1
+    # producer ids per partition come from the summary pass (no extra scan of the history)
+    producers = ctx.proj.summary.producers
+    lower = len({pid for pids in producers.values() for pid, acked in pids.items() if acked})
+    n_by_tp = {tp: len(pids) for tp, pids in producers.items()}
     replicas = {
         (p["topic"], p["partition"]): len(p.get("replicas") or [])
         for p in (fs or {}).get("partitions", [])

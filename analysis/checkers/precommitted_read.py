@@ -4,37 +4,49 @@ invoked. Count: distinct records (values) whose first read precedes their commit
 
 from __future__ import annotations
 
+from typing import Any
+
 from pyspark.sql import functions as F
 
 from ..projections import COMMITTED, INDETERMINATE
-from .base import CheckOutput, anomalies, definition
+from .base import LATER, CheckOutput, Exact, Refine, anomalies, definition, fill
 from .context import CheckContext
 
 NAME = "precommitted_read"
 
 
+def _needs(ctx: CheckContext, examples: list[dict[str, Any]]) -> tuple[set[str], set[Any]]:
+    return {e["evidence"]["value"] for e in examples}, set()
+
+
+def _apply(ev: dict[str, Any], exact: Exact) -> None:
+    fill(ev, "first_read", exact.value(ev["value"], "first_read"))
+
+
 def check(ctx: CheckContext) -> CheckOutput:
-    out = CheckOutput(NAME, definition(__doc__), ("precommitted_read",))
+    out = CheckOutput(
+        NAME, definition(__doc__), ("precommitted_read",), refine=Refine(_needs, _apply)
+    )
     if not ctx.has_reads:
         out.unknown = "no read_committed reads in the history"
         return out
     v = ctx.proj.values.filter(
         (F.col("n_r") > 0)
         & F.col("status").isin(COMMITTED, INDETERMINATE)
-        & (F.col("first_read.t") < F.col("commit_invoke_ns"))
+        & (F.col("fr_t") < F.col("commit_invoke_ns"))
     )
     out.frames.append(
         anomalies(
             v,
             NAME,
             "precommitted_read",
-            F.col("first_read.t"),
+            F.col("fr_t"),
             {
                 "value": F.col("value"),
                 "transaction": F.struct(F.col("writer"), F.col("vtxn").alias("txn")),
-                "first_read": F.col("first_read"),
+                "first_read": F.lit(LATER),
                 "commit_invoked_ns": F.col("commit_invoke_ns"),
-                "read_early_by_ms": (F.col("commit_invoke_ns") - F.col("first_read.t")) / 1e6,
+                "read_early_by_ms": (F.col("commit_invoke_ns") - F.col("fr_t")) / 1e6,
             },
         )
     )

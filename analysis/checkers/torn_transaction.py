@@ -1,19 +1,54 @@
-"""Torn transaction: a read_committed reader, within one epoch (no rewind point), read past a
-committed transaction's records in a partition — its reads of that partition began at or
-before the transaction's first record there and reached its last — and returned some but not
-all of them. A transaction's records in a partition are its acknowledged (non-failed) writes
+"""Torn transaction: a read_committed reader, within one epoch (no rewind point: assign, revoke,
+seek or restart), read past a committed transaction's records in a partition — its reads of
+that partition began at or before the transaction's first record there and reached its last —
+and returned some but not all of them (distinct records: one returned twice still leaves the
+other missing). A transaction's records in a partition are its acknowledged (non-failed) writes
 there, placed at their read or acked offsets. Count: distinct (reader, transaction, partition,
 epoch)."""
 
 from __future__ import annotations
 
+from typing import Any
+
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from ..projections import COMMITTED
+from ..projections import COMMITTED, FAIL_CODE, parse_value, place_offset, place_tp
 from .base import CheckOutput, anomalies, definition
 from .context import CheckContext
 
 NAME = "torn_transaction"
+
+
+def _candidates(proj: Any) -> DataFrame:
+    """The (stream, epoch) spans that can hold a torn transaction.  A transaction torn in a span
+    has an expected record at some offset o inside the span that the span did not return: if
+    the span returned another value at o, o held two values (an inconsistent offset); if it
+    returned nothing at o, o is a committed offset the span skipped.  So only spans with a
+    skip, or with an inconsistent offset inside them, need the full count.  (The argument needs
+    a write's transaction to be its value's; if a value not in writer|txn|index form has
+    several writes, every span is checked.)"""
+    spans = proj.span_skips
+    bad = proj.offsets.filter(F.col("n_values") > 1).select(
+        place_tp(F.col("place")).alias("b_tp"), place_offset(F.col("place")).alias("b_off")
+    )
+    holding = spans.join(
+        F.broadcast(bad),
+        (spans["tp"] == bad["b_tp"])
+        & (spans["first_offset"] <= bad["b_off"])
+        & (spans["last_offset"] >= bad["b_off"]),
+        "left_semi",
+    )
+    irregular = proj.values.filter(~F.col("parsed") & (F.col("n_w") > 1)).agg(
+        (F.count(F.lit(1)) > 0).alias("irregular")
+    )
+    flagged = spans.filter(F.col("skipped") > 0).select("stream", "epoch")
+    every = spans.crossJoin(F.broadcast(irregular)).filter(F.col("irregular"))
+    return (
+        flagged.unionByName(holding.select("stream", "epoch"))
+        .unionByName(every.select("stream", "epoch"))
+        .distinct()
+    )
 
 
 def check(ctx: CheckContext) -> CheckOutput:
@@ -22,60 +57,62 @@ def check(ctx: CheckContext) -> CheckOutput:
         out.unknown = "no read_committed reads in the history"
         return out
     proj = ctx.proj
+    # what each reader returned of a transaction, per epoch, in the candidate spans only:
+    # distinct records, so that a record returned twice does not hide a missing one
+    writer, txn, _ = parse_value(F.col("value"))
+    reads = (
+        proj.reads.join(F.broadcast(_candidates(proj)), ["stream", "epoch"])
+        .select("*", writer.alias("writer"), txn.alias("vtxn"))
+        .filter(F.col("vtxn").isNotNull())
+    )
+    key = ["stream", "epoch", "writer", "vtxn"]
+    seen = reads.groupBy(*key, "proc_rank", "tp").agg(F.count_distinct("value").alias("seen"))
+    # those transactions' records per partition (placed at their read or acked offset)
+    v = proj.values.join(
+        F.broadcast(seen.select("writer", "vtxn").distinct()), ["writer", "vtxn"]
+    ).filter(
+        (F.col("status") == COMMITTED)
+        & F.col("vtxn").isNotNull()
+        & (F.col("n_w") > 0)
+        & (F.col("w_outcome") != FAIL_CODE)
+    )
     expected = (
-        proj.values.filter(
-            (F.col("status") == COMMITTED)
-            & F.col("vtxn").isNotNull()
-            & (F.col("n_w") > 0)
-            & (F.col("wr.outcome") != "fail")
-        )
-        .groupBy(
+        v.groupBy(
             F.col("writer").alias("x_writer"),
             F.col("vtxn").alias("x_txn"),
-            F.coalesce("loc_min.topic", "wr.topic").alias("x_topic"),
-            F.coalesce("loc_min.partition", "wr.partition").alias("x_partition"),
+            F.coalesce(place_tp(F.col("pmin")), F.col("w_tp")).alias("x_tp"),
         )
         .agg(
             F.count(F.lit(1)).alias("expected"),
-            F.min("loc_min.offset").alias("txn_first"),
-            F.max("loc_min.offset").alias("txn_last"),
-            F.count("loc_min.offset").alias("located"),
+            F.min(place_offset(F.col("pmin"))).alias("txn_first"),
+            F.max(place_offset(F.col("pmin"))).alias("txn_last"),
+            F.count("pmin").alias("located"),
         )
         .filter((F.col("expected") > 1) & (F.col("located") == F.col("expected")))
     )
-    seen = (
-        proj.reads.filter(F.col("vtxn").isNotNull())
-        .groupBy("process", "topic", "partition", "epoch", "writer", "vtxn")
-        .agg(
-            F.count(F.lit(1)).alias("seen"),
-            F.min(F.struct("offset", "value", "t")).alias("first_returned"),
-            F.max(F.struct("offset", "value", "t")).alias("last_returned"),
-        )
-    )
     j = seen.join(
-        expected,
+        F.broadcast(expected),
         (seen["writer"] == expected["x_writer"])
         & (seen["vtxn"] == expected["x_txn"])
-        & (seen["topic"] == expected["x_topic"])
-        & (seen["partition"] == expected["x_partition"]),
+        & (seen["tp"] == expected["x_tp"]),
     ).filter(F.col("seen") < F.col("expected"))
-    sp = proj.spans.select(
-        F.col("process").alias("s_process"),
-        F.col("topic").alias("s_topic"),
-        F.col("partition").alias("s_partition"),
-        F.col("epoch").alias("s_epoch"),
-        "first_offset",
-        "last_offset",
+    sp = F.broadcast(
+        proj.spans.select(
+            F.col("stream").alias("s_stream"),
+            F.col("epoch").alias("s_epoch"),
+            "first_offset",
+            "last_offset",
+        )
     )
-    j = j.join(
-        sp,
-        (j["process"] == sp["s_process"])
-        & (j["topic"] == sp["s_topic"])
-        & (j["partition"] == sp["s_partition"])
-        & (j["epoch"] == sp["s_epoch"]),
-    ).filter(
+    j = j.join(sp, (j["stream"] == sp["s_stream"]) & (j["epoch"] == sp["s_epoch"])).filter(
         (F.col("first_offset") <= F.col("txn_first")) & (F.col("last_offset") >= F.col("txn_last"))
     )
+    # the first and last record returned
+    ret = F.struct("offset", "value", "t")
+    returned = reads.groupBy(*key).agg(
+        F.min(ret).alias("first_returned"), F.max(ret).alias("last_returned")
+    )
+    j = j.join(returned, key)
     out.frames.append(
         anomalies(
             j,
@@ -83,10 +120,10 @@ def check(ctx: CheckContext) -> CheckOutput:
             "torn_transaction",
             F.col("first_returned.t"),
             {
-                "reader": F.col("process"),
+                "reader": proj.proc_name(F.col("proc_rank")),
                 "transaction": F.struct(F.col("writer"), F.col("vtxn").alias("txn")),
-                "topic": F.col("topic"),
-                "partition": F.col("partition"),
+                "topic": proj.tp_topic(F.col("tp")),
+                "partition": proj.tp_partition(F.col("tp")),
                 "records_in_partition": F.col("expected"),
                 "records_returned": F.col("seen"),
                 "txn_offsets": F.array(F.col("txn_first"), F.col("txn_last")),

@@ -107,6 +107,19 @@ def test_unknown_outcome_commits_wholly_visible_or_invisible_are_fine(
     assert v.stats["transactions"].get("indeterminate") == 2
 
 
+def test_an_abort_whose_records_were_purged_unsent_is_not_expected_in_the_counter(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """The coordinator never hears of such an abort (no EndTxn is sent), so TransactionsAborted
+    may be below the number of acknowledged aborts by exactly those transactions."""
+    synth = build()
+    synth.add_purged_abort()
+    v = judge(spark, synth, tmp_path)
+    assert counts(v)["metrics"] == {}
+    assert v.checkers["metrics"].checked.get("aborted_counter") == 1
+    assert v.stats["transactions"]["aborted"] > 0
+
+
 def test_evidence_of_a_lost_write_names_the_record(spark: SparkSession, tmp_path: Path) -> None:
     synth = build()
     value = synth.inject_lost_write()
