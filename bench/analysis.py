@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -66,12 +67,29 @@ def generate(root: Path, sizes: list[int]) -> dict[int, Path]:
     return out
 
 
+def jvm_cpu_seconds() -> float | None:
+    """CPU seconds (user + system) the local Spark JVM has used so far: unlike wall time, this
+    barely moves when other work shares the machine."""
+    from pyspark.sql import SparkSession
+
+    spark = SparkSession.getActiveSession()
+    if spark is None or not spark.sparkContext.master.startswith("local"):
+        return None
+    pid = spark._jvm.java.lang.ProcessHandle.current().pid()  # type: ignore[union-attr]
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def run_one(run_dir: Path, master: str | None) -> None:
     from txnchaos.analysis.pipeline import analyze
 
     t = time.perf_counter()
     v = analyze(run_dir, master)
     total = time.perf_counter() - t
+    jvm_cpu = jvm_cpu_seconds()
     events = v.stats["events"]
     print(
         json.dumps(
@@ -80,6 +98,7 @@ def run_one(run_dir: Path, master: str | None) -> None:
                 "seconds": round(total, 2),
                 "events_per_s": round(events / total),
                 "status": v.status,
+                "jvm_cpu_s": None if jvm_cpu is None else round(jvm_cpu, 1),
                 "timings": {k: round(x, 2) for k, x in v.timings.items()},
             }
         )
@@ -112,7 +131,7 @@ def main() -> None:
         print(
             f"{size:>10} target -> {r['events']:>10} events: {r['seconds']:7.2f} s end to end "
             f"(Spark start included), {r['events_per_s']:>9} events/s, verdict {r['status']}, "
-            f"{r['timings']}"
+            f"Spark JVM CPU {r['jvm_cpu_s']} s, load {os.getloadavg()[0]:.1f}, {r['timings']}"
         )
 
 
