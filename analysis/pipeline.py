@@ -45,7 +45,7 @@ from .checkers.base import CheckOutput, Exact, Place
 from .checkers.context import CheckContext
 from .load import load_run, prepare_run
 from .projections import Projections
-from .spark import get_session, tune_session
+from .spark import get_session, history_rows, tune_session
 from .summary import summarize
 from .verdict import INVALID, UNKNOWN, VALID, CheckerVerdict, Verdict, overall_status
 
@@ -273,7 +273,7 @@ def analyze(
     run = prepare_run(run_dir)
     timings["validate_s"] = time.perf_counter() - t0
     t = time.perf_counter()
-    spark = spark or get_session(master)
+    spark = spark or get_session(master, history_rows=history_rows(run))
     timings["spark_start_s"] = time.perf_counter() - t
     t = time.perf_counter()
     data = load_run(spark, run)

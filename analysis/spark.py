@@ -38,6 +38,13 @@ logger.parquet.level = fatal
 logger.repl.name = org.apache.spark.repl.Main
 logger.repl.level = error
 """
+#: histories up to this many rows are judged with the JVM's quick JIT tier only (C1): the
+#: optimising compiler (C2) spends ~20 CPU-seconds compiling Spark and the generated stages,
+#: which a short job never earns back (measured: a 1,000-event history 46 -> 24 JVM CPU-s, a
+#: 1.5M-event one 77 -> 51); a 10M-event history runs long enough for C2's faster code to win
+#: (220 vs 271 CPU-s)
+QUICK_JIT_ROWS = 4_000_000
+JIT_MODES = ("quick", "full")
 #: history rows per shuffle partition (local runs), and the bounds: below ``MIN_PARALLEL_ROWS``
 #: one partition (a task per stage costs more than the work); above it at least one per core
 ROWS_PER_PARTITION = 2_500_000
@@ -69,8 +76,32 @@ def _log4j_conf() -> Path:
     return path
 
 
-def get_session(master: str | None = None, app_name: str = "txnchaos-analysis") -> SparkSession:
-    """Return the active session, or build one for ``master`` (default ``local[2]``)."""
+def jit_mode(history_rows: int | None) -> str:
+    """``quick`` (C1 only) or ``full`` (tiered, with C2) for a local JVM judging a history of
+    ``history_rows`` (None: many small ones, as the test suite does); ``TXNCHAOS_SPARK_JIT``
+    overrides."""
+    forced = os.environ.get("TXNCHAOS_SPARK_JIT")
+    if forced:
+        if forced not in JIT_MODES:
+            raise ValueError(f"TXNCHAOS_SPARK_JIT={forced!r}: expected one of {JIT_MODES}")
+        return forced
+    return "full" if history_rows is not None and history_rows > QUICK_JIT_ROWS else "quick"
+
+
+def history_rows(run: RunDir) -> int | None:
+    """Rows of the run's history.parquet (from its footer), or None if it has none yet."""
+    if run.history_parquet is None:
+        return None
+    return int(pq.ParquetFile(run.history_parquet).metadata.num_rows)
+
+
+def get_session(
+    master: str | None = None,
+    app_name: str = "txnchaos-analysis",
+    history_rows: int | None = None,
+) -> SparkSession:
+    """Return the active session, or build one for ``master`` (default ``local[2]``); a local
+    JVM's JIT is chosen for ``history_rows`` (see :func:`jit_mode`)."""
     active = SparkSession.getActiveSession()
     if active is not None and (master is None or active.sparkContext.master == master):
         return active
@@ -96,13 +127,16 @@ def get_session(master: str | None = None, app_name: str = "txnchaos-analysis") 
         .config("spark.serializer", "org.apache.spark.serializer.KryoSerializer")
     )
     if _is_local(master):
+        java_opts = [f"-Dlog4j2.configurationFile={_log4j_conf()}"]
+        if jit_mode(history_rows) == "quick":
+            java_opts.append("-XX:TieredStopAtLevel=1")
         # before the JVM starts: bind to loopback without the "resolves to a loopback
         # address" warning
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         b = (
             b.config("spark.driver.host", "127.0.0.1")
             .config("spark.driver.bindAddress", "127.0.0.1")
-            .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={_log4j_conf()}")
+            .config("spark.driver.extraJavaOptions", " ".join(java_opts))
             .config("spark.sql.shuffle.partitions", str(MAX_LOCAL_PARTITIONS))
             .config("spark.default.parallelism", str(MAX_LOCAL_PARTITIONS))
             .config("spark.driver.memory", os.environ.get("TXNCHAOS_SPARK_MEMORY", "4g"))
@@ -121,9 +155,9 @@ def tune_session(spark: SparkSession, run: RunDir) -> None:
     """Local sessions: shuffle partitions by history size (1 for small runs, at least one per
     core once the work is worth splitting, up to ``MAX_LOCAL_PARTITIONS``): per-task overhead
     dominates small histories."""
-    if not _is_local(spark.sparkContext.master) or run.history_parquet is None:
+    rows = history_rows(run)
+    if not _is_local(spark.sparkContext.master) or rows is None:
         return
-    rows = pq.ParquetFile(run.history_parquet).metadata.num_rows
     n = max(1, min(MAX_LOCAL_PARTITIONS, -(-rows // ROWS_PER_PARTITION)))
     if rows >= MIN_PARALLEL_ROWS:
         n = max(n, min(MAX_LOCAL_PARTITIONS, local_cores(spark.sparkContext.master)))
