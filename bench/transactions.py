@@ -5,19 +5,32 @@ transactions of 10 records of 100 bytes spread over the topic's partitions. Prin
 transactions/s and commit latency p50/p99 for 1 and for 8 producers (threads; the
 client releases the GIL while it waits).
 
-Run: .venv/bin/python bench/transactions.py [--seconds S]
+On a shared machine transactions/s is noisy, so each phase also reports the CPU the
+node processes used per transaction (from ``/proc/PID/stat``; steadier than the
+rate when other work competes for the cores), the load average, and the mean time
+each node spent serving the hot APIs (from the nodes' ``txnchaos_request_seconds``
+metric). ``--py-spy DIR`` records a py-spy flame graph (raw/collapsed stacks) of
+every node per phase, if py-spy is installed (a dev tool, not a dependency).
+
+Run: .venv/bin/python bench/transactions.py [--seconds S] [--producers 1,8]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import shutil
 import statistics
+import subprocess
+import sys
 import tempfile
 import threading
 import time
+import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -26,6 +39,9 @@ from txnchaos.harness.launch.local import LocalCluster
 
 RECORDS_PER_TXN = 10
 RECORD_BYTES = 100
+HOT_APIS = ("produce", "add_partitions_to_txn", "end_txn", "write_txn_markers")
+_CLK_TCK = os.sysconf("SC_CLK_TCK")
+_METRIC = re.compile(r'^txnchaos_(requests|request_seconds)_total\{api="(\w+)"\} (\S+)$')
 
 
 def run_producer(bootstrap: str, txn_id: str, seconds: float, latencies: list[float]) -> int:
@@ -47,7 +63,64 @@ def run_producer(bootstrap: str, txn_id: str, seconds: float, latencies: list[fl
     return done
 
 
-def measure(bootstrap: str, producers: int, seconds: float) -> tuple[float, float, float]:
+@dataclass(frozen=True, slots=True)
+class NodeInfo:
+    node_id: int
+    role: str
+    pid: int
+    metrics_port: int
+
+
+def cpu_seconds(pid: int) -> tuple[float, float]:
+    """(user, system) CPU seconds of a process so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return int(fields[11]) / _CLK_TCK, int(fields[12]) / _CLK_TCK
+
+
+def request_totals(port: int) -> dict[str, tuple[float, float]]:
+    """api -> (requests, seconds) from a node's /metrics."""
+    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+    out: dict[str, list[float]] = {}
+    for line in text.splitlines():
+        m = _METRIC.match(line)
+        if m:
+            slot = out.setdefault(m.group(2), [0.0, 0.0])
+            slot[0 if m.group(1) == "requests" else 1] = float(m.group(3))
+    return {api: (v[0], v[1]) for api, v in out.items()}
+
+
+def load_average() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def start_py_spy(nodes: list[NodeInfo], out_dir: Path, label: str) -> list[subprocess.Popen[bytes]]:
+    exe = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
+    if not Path(exe).exists():
+        print("py-spy not found; no profiles recorded")
+        return []
+    out_dir.mkdir(parents=True, exist_ok=True)
+    procs = []
+    for n in nodes:
+        target = out_dir / f"{label}-node{n.node_id}-{n.role.replace('+', '_')}.txt"
+        cmd = [exe, "record", "--pid", str(n.pid), "--format", "raw", "--rate", "250"]
+        cmd += ["--output", str(target), "--nonblocking"]
+        procs.append(subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+    return procs
+
+
+def stop_py_spy(procs: list[subprocess.Popen[bytes]]) -> None:
+    for p in procs:
+        p.send_signal(2)  # SIGINT: py-spy writes its output and exits
+    for p in procs:
+        try:
+            p.wait(30)
+        except subprocess.TimeoutExpired:
+            p.kill()
+
+
+def measure(
+    bootstrap: str, producers: int, seconds: float, nodes: list[NodeInfo], py_spy: Path | None
+) -> dict[str, Any]:
     latencies: list[list[float]] = [[] for _ in range(producers)]
     counts = [0] * producers
 
@@ -55,36 +128,94 @@ def measure(bootstrap: str, producers: int, seconds: float) -> tuple[float, floa
         counts[i] = run_producer(bootstrap, f"bench-{producers}-{i}", seconds, latencies[i])
 
     threads = [threading.Thread(target=work, args=(i,)) for i in range(producers)]
+    load_before = load_average()
+    cpu_before = {n.node_id: cpu_seconds(n.pid) for n in nodes}
+    client_before = sum(cpu_seconds(os.getpid()))
+    req_before = {n.node_id: request_totals(n.metrics_port) for n in nodes}
+    spies = start_py_spy(nodes, py_spy, f"p{producers}") if py_spy else []
     started = time.perf_counter()
     for t in threads:
         t.start()
     for t in threads:
         t.join()
     elapsed = time.perf_counter() - started
+    stop_py_spy(spies)
+    cpu: dict[int, tuple[float, float]] = {}
+    for n in nodes:
+        user, system = cpu_seconds(n.pid)
+        cpu[n.node_id] = (user - cpu_before[n.node_id][0], system - cpu_before[n.node_id][1])
+    served: dict[str, tuple[float, float]] = {}
+    for n in nodes:
+        after = request_totals(n.metrics_port)
+        for api, (count, secs) in after.items():
+            c0, s0 = req_before[n.node_id].get(api, (0.0, 0.0))
+            prev = served.get(api, (0.0, 0.0))
+            served[api] = (prev[0] + count - c0, prev[1] + secs - s0)
     merged = sorted(x for lat in latencies for x in lat)
-    p50 = statistics.median(merged)
-    p99 = merged[min(len(merged) - 1, int(len(merged) * 0.99))]
-    return sum(counts) / elapsed, p50 * 1000, p99 * 1000
+    total = sum(counts)
+    return {
+        "rate": total / elapsed,
+        "transactions": total,
+        "p50": statistics.median(merged) * 1000,
+        "p99": merged[min(len(merged) - 1, int(len(merged) * 0.99))] * 1000,
+        "cpu": cpu,
+        "served": served,
+        "load": f"{load_before} -> {load_average()}",
+        "client_cpu": sum(cpu_seconds(os.getpid())) - client_before,
+    }
+
+
+def report(producers: int, r: dict[str, Any], nodes: list[NodeInfo]) -> None:
+    total = max(r["transactions"], 1)
+    print(
+        f"{producers} producer(s): {r['rate']:,.0f} transactions/s, "
+        f"commit latency p50 {r['p50']:.1f} ms, p99 {r['p99']:.1f} ms "
+        f"({r['transactions']} txns; load {r['load']})"
+    )
+    cpu = r["cpu"]
+    parts = ", ".join(
+        f"node {n.node_id} ({n.role}) {sum(cpu[n.node_id]) * 1e3 / total:.2f}"
+        f" [sys {cpu[n.node_id][1] * 1e3 / total:.2f}]"
+        for n in nodes
+    )
+    print(f"  node CPU ms/txn: {sum(map(sum, cpu.values())) * 1e3 / total:.2f} total; {parts}")
+    print(f"  client (this process) CPU ms/txn: {r['client_cpu'] * 1e3 / total:.2f}")
+    served = []
+    others = []
+    for api, (count, secs) in sorted(r["served"].items()):
+        if api in HOT_APIS:
+            served.append(f"{api} {count / total:.2f}/txn {secs / count * 1e3:.2f} ms")
+        elif count:
+            others.append(f"{api} {count:.0f}")
+    print(f"  served (per txn, mean time in node): {'; '.join(served)}")
+    if others:
+        print(f"  other requests served: {', '.join(others)}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--seconds", type=float, default=15.0)
+    parser.add_argument("--producers", default="1,8", help="comma-separated producer counts")
+    parser.add_argument("--py-spy", type=Path, default=None, help="record node profiles here")
+    parser.add_argument("--set", action="append", default=[], help="node setting KEY=VALUE")
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="txnchaos-bench-txn-"))
-    cluster = LocalCluster.prepare(root, 2, 1, [])
+    cluster = LocalCluster.prepare(root, 2, 1, list(args.set))
     cluster.up()
     try:
-        bootstrap = cluster.state()["bootstrap"]
+        state = cluster.state()
+        bootstrap = state["bootstrap"]
+        nodes = [NodeInfo(n["id"], n["role"], n["pid"], n["metrics_port"]) for n in state["nodes"]]
         admin = AdminClient({"bootstrap.servers": bootstrap})
         for f in admin.create_topics([NewTopic("bench-txn", 6, 1)]).values():
             f.result(30)
-        print(f"cluster: 2 brokers + 1 coordinator; {RECORDS_PER_TXN} x {RECORD_BYTES} B per txn")
-        for producers in (1, 8):
-            rate, p50, p99 = measure(bootstrap, producers, args.seconds)
-            print(
-                f"{producers} producer(s): {rate:,.0f} transactions/s, "
-                f"commit latency p50 {p50:.1f} ms, p99 {p99:.1f} ms"
+        print(
+            f"cluster: 2 brokers + 1 coordinator; {RECORDS_PER_TXN} x {RECORD_BYTES} B per txn; "
+            f"{os.cpu_count()} cores"
+        )
+        for producers in (int(x) for x in args.producers.split(",")):
+            report(
+                producers, measure(bootstrap, producers, args.seconds, nodes, args.py_spy), nodes
             )
     finally:
         cluster.down()

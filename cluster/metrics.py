@@ -1,10 +1,11 @@
 """The node's Prometheus metrics, served as text on its own HTTP port (``/metrics``).
 
-Request counters are updated by the server after each response; per-partition
-gauges are read from the partitions at scrape time (nothing to update on the hot
-path). Errors per API are counted from every ``error_code`` field of a response,
-top-level or per partition, so a Produce answering NOT_LEADER for one of three
-partitions counts one error.
+Request counters are plain numbers the server bumps after each response (a
+prometheus ``Counter`` with labels costs a lock and a label lookup per request),
+exported by a collector at scrape time; per-partition gauges are read from the
+partitions at scrape time too. Errors per API are counted from every ``error_code``
+field of a response, top-level or per partition, so a Produce answering NOT_LEADER
+for one of three partitions counts one error.
 """
 
 from __future__ import annotations
@@ -17,9 +18,11 @@ from typing import Any
 
 from kio.index import api_key_map
 from kio.schema.errors import ErrorCode
-from prometheus_client import CollectorRegistry, Counter, start_http_server
+from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
+
+from .protocol.codec import EncodedResponse
 
 
 def api_name(api_key: int) -> str:
@@ -139,34 +142,58 @@ class TransactionCounters(Collector):
             yield CounterMetricFamily(f"kafka_coordinator_transaction_{name}", doc, value=value)
 
 
+class _RequestCollector(Collector):
+    """Exposes the request counters that :class:`NodeMetrics` keeps as plain numbers."""
+
+    def __init__(self, metrics: NodeMetrics) -> None:
+        self._m = metrics
+
+    def collect(self) -> Iterator[CounterMetricFamily]:
+        m = self._m
+        per_api = list(m._per_api.items())  # atomic copies (the loop thread updates)
+        errors = list(m._errors.items())
+        requests = CounterMetricFamily(
+            "txnchaos_requests", "Requests answered, per API", labels=["api"]
+        )
+        seconds = CounterMetricFamily(
+            "txnchaos_request_seconds", "Time spent handling requests, per API", labels=["api"]
+        )
+        for api_key, (count, secs) in sorted(per_api):
+            requests.add_metric([api_name(api_key)], count)
+            seconds.add_metric([api_name(api_key)], secs)
+        failed = CounterMetricFamily(
+            "txnchaos_request_errors",
+            "Error codes returned, per API and error",
+            labels=["api", "error"],
+        )
+        for (api_key, code), count in sorted(errors):
+            failed.add_metric([api_name(api_key), _error_name(code)], count)
+        yield requests
+        yield failed
+        yield seconds
+        yield CounterMetricFamily("txnchaos_bytes_in", "Request bytes received", value=m._bytes_in)
+        yield CounterMetricFamily("txnchaos_bytes_out", "Response bytes sent", value=m._bytes_out)
+
+
+def _error_name(code: int) -> str:
+    try:
+        return ErrorCode(code).name
+    except ValueError:
+        return str(code)
+
+
 class NodeMetrics:
+    """Request counters (per API, per error), kept as plain numbers on the event loop
+    (the server calls :meth:`observe` for every request) and exported at scrape time."""
+
     def __init__(self, node_id: int) -> None:
         self.registry = CollectorRegistry()
         self.node_id = node_id
-        self.requests = Counter(
-            "txnchaos_requests",
-            "Requests answered, per API",
-            ["api"],
-            registry=self.registry,
-        )
-        self.errors = Counter(
-            "txnchaos_request_errors",
-            "Error codes returned, per API and error",
-            ["api", "error"],
-            registry=self.registry,
-        )
-        self.request_seconds = Counter(
-            "txnchaos_request_seconds",
-            "Time spent handling requests, per API",
-            ["api"],
-            registry=self.registry,
-        )
-        self.bytes_in = Counter(
-            "txnchaos_bytes_in", "Request bytes received", registry=self.registry
-        )
-        self.bytes_out = Counter(
-            "txnchaos_bytes_out", "Response bytes sent", registry=self.registry
-        )
+        self._per_api: dict[int, list[float]] = {}  # api key -> [requests, seconds]
+        self._errors: dict[tuple[int, int], int] = {}  # (api key, error code) -> count
+        self._bytes_in = 0
+        self._bytes_out = 0
+        self.registry.register(_RequestCollector(self))
         self.port: int | None = None
         self._server: Any = None
 
@@ -182,18 +209,30 @@ class NodeMetrics:
         bytes_in: int,
         bytes_out: int,
     ) -> None:
-        name = api_name(api_key)
-        self.requests.labels(name).inc()
-        self.request_seconds.labels(name).inc(seconds)
-        self.bytes_in.inc(bytes_in)
-        self.bytes_out.inc(bytes_out)
-        if response is not None:
-            for code in iter_error_codes(response):
-                try:
-                    error = ErrorCode(code).name
-                except ValueError:
-                    error = str(code)
-                self.errors.labels(name, error).inc()
+        stats = self._per_api.get(api_key)
+        if stats is None:
+            stats = self._per_api[api_key] = [0, 0.0]
+        stats[0] += 1
+        stats[1] += seconds
+        self._bytes_in += bytes_in
+        self._bytes_out += bytes_out
+        if response is None:
+            return
+        codes = (
+            response.error_codes
+            if type(response) is EncodedResponse
+            else iter_error_codes(response)
+        )
+        errors = self._errors
+        for code in codes:
+            if code:
+                key = (api_key, code)
+                errors[key] = errors.get(key, 0) + 1
+
+    def requests_served(self, api_key: int) -> int:
+        """Requests answered so far for one API (tests)."""
+        stats = self._per_api.get(api_key)
+        return 0 if stats is None else int(stats[0])
 
     def serve(self, host: str, port: int) -> int:
         self._server, _ = start_http_server(port, addr=host, registry=self.registry)

@@ -304,5 +304,21 @@ class Node:
         await self.stop()
 
 
+PROFILE_ENV = "TXNCHAOS_NODE_PROFILE_DIR"
+"""Development aid: when set, the node runs under cProfile and writes
+``node-<id>.prof`` into that directory when it stops cleanly."""
+
+
 def run_node(config: NodeConfig) -> None:
-    asyncio.run(Node(config).run_until_signalled())
+    profile_dir = os.environ.get(PROFILE_ENV)
+    if not profile_dir:
+        asyncio.run(Node(config).run_until_signalled())
+        return
+    import cProfile
+
+    profiler = cProfile.Profile()
+    try:
+        profiler.runcall(asyncio.run, Node(config).run_until_signalled())
+    finally:
+        Path(profile_dir).mkdir(parents=True, exist_ok=True)
+        profiler.dump_stats(str(Path(profile_dir) / f"node-{config.node_id}.prof"))

@@ -28,6 +28,7 @@ from ..protocol.record_batch import (
     build_control_batch,
     iter_batches,
     parse_control_record,
+    parse_header,
     set_base_offset,
     set_partition_leader_epoch,
 )
@@ -289,8 +290,9 @@ class Partition:
             base_offset=base,
             partition_leader_epoch=self.leader_epoch,
         )
+        written = parse_header(marker)
         try:
-            written = self.log.append(marker, base)
+            self.log.append_parsed(marker, written)
         except OSError:
             return KAFKA_STORAGE_ERROR
         seg = self.log.segment_for(written.base_offset)
@@ -329,8 +331,9 @@ class Partition:
         buf = bytearray(records)
         set_base_offset(buf, 0, base)
         set_partition_leader_epoch(buf, 0, self.leader_epoch)
+        written = parse_header(buf)
         try:
-            written = self.log.append(buf, base)
+            self.log.append_parsed(buf, written)
         except OSError as e:
             return AppendResult(KAFKA_STORAGE_ERROR, f"append failed: {e}")
         self.producer_state.append_data_batch(written, base, written.last_offset)

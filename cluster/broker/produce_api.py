@@ -12,9 +12,16 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from ..protocol.hot_codecs import PartitionResult, produce_response
 from ..server.dispatch import ApiRegistry, RequestContext
 from ..server.server import CloseConnection
+from .partition import Partition
 from .partition_manager import PartitionManager
+
+INVALID_REQUIRED_ACKS = int(ErrorCode.invalid_required_acks)
+INVALID_RECORD = int(ErrorCode.invalid_record)
+UNKNOWN_TOPIC_OR_PARTITION = int(ErrorCode.unknown_topic_or_partition)
+NOT_LEADER_OR_FOLLOWER = int(ErrorCode.not_leader_or_follower)
 
 
 class ProduceApi:
@@ -26,71 +33,67 @@ class ProduceApi:
 
     async def handle(self, ctx: RequestContext, request: Any) -> Any:
         acks = request.acks
+        topics: list[tuple[str, list[PartitionResult]]] = []
+        errors: list[int] = []
         if acks not in (0, 1, -1):
+            for t in request.topic_data:
+                results = [self._error(p.index, INVALID_REQUIRED_ACKS) for p in t.partition_data]
+                topics.append((t.name, results))
+                errors.extend(INVALID_REQUIRED_ACKS for _ in results)
+        else:
+            for t in request.topic_data:
+                results = []
+                for p in t.partition_data:
+                    result = self._append(t.name, p.index, p.records)
+                    if result is None:  # the partition is not known here yet
+                        result = await self._append_after_sync(t.name, p.index, p.records)
+                    if result[1]:
+                        errors.append(result[1])
+                    results.append(result)
+                topics.append((t.name, results))
             if acks == 0:
-                raise CloseConnection
-            return ctx.respond(
-                throttle_time=0,
-                responses=[
-                    {
-                        "name": t.name,
-                        "partition_responses": [
-                            self._error(p.index, ErrorCode.invalid_required_acks)
-                            for p in t.partition_data
-                        ],
-                    }
-                    for t in request.topic_data
-                ],
-            )
-        topics = []
-        failed = False
-        for t in request.topic_data:
-            results = []
-            for p in t.partition_data:
-                result = await self._append(t.name, p.index, p.records)
-                failed = failed or result["error_code"] != 0
-                results.append(result)
-            topics.append({"name": t.name, "partition_responses": results})
-        if acks == 0:
-            if failed:
-                raise CloseConnection
-            return None
-        return ctx.respond(throttle_time=0, responses=topics)
+                if errors:
+                    raise CloseConnection
+                return None
+        return ctx.encoded(produce_response(ctx.api_version, topics), tuple(errors))
 
-    async def _append(self, topic: str, index: int, records: bytes | None) -> dict[str, Any]:
+    def _append(
+        self, topic: str, index: int, records: bytes | None, partition: Partition | None = None
+    ) -> PartitionResult | None:
+        """Append to a partition this node knows; None if it does not know it (yet)."""
+        if partition is None:
+            partition = self.partitions.partitions.get((topic, index))
+            if partition is None:
+                return None
+        if not records:
+            return self._error(index, INVALID_RECORD, "no record batch")
+        result = partition.append_records(records)
+        if result.error_code == 0:
+            self.partitions.notify((topic, index))
+        return (
+            index,
+            result.error_code,
+            result.base_offset,
+            -1,  # log append time: CreateTime topics only
+            result.log_start_offset,
+            result.record_errors or (),
+            result.error_message,
+        )
+
+    async def _append_after_sync(
+        self, topic: str, index: int, records: bytes | None
+    ) -> PartitionResult:
         partition = await self.partitions.get_or_sync(topic, index)
         if partition is None:
             view = self.partitions.source.view()
             meta = view.topic(topic)
             if meta is None or not 0 <= index < meta.num_partitions:
-                return self._error(index, ErrorCode.unknown_topic_or_partition)
-            return self._error(index, ErrorCode.not_leader_or_follower)
-        if not records:
-            return self._error(index, ErrorCode.invalid_record, "no record batch")
-        result = partition.append_records(bytes(records))
-        if result.error_code == 0:
-            self.partitions.notify((topic, index))
-        return {
-            "index": index,
-            "error_code": result.error_code,
-            "base_offset": result.base_offset,
-            "log_append_time": None,
-            "log_start_offset": result.log_start_offset,
-            "record_errors": [
-                {"batch_index": i, "batch_index_error_message": m}
-                for i, m in (result.record_errors or [])
-            ],
-            "error_message": result.error_message,
-        }
+                return self._error(index, UNKNOWN_TOPIC_OR_PARTITION)
+            return self._error(index, NOT_LEADER_OR_FOLLOWER)
+        result = self._append(topic, index, records, partition)
+        assert result is not None
+        return result
 
     @staticmethod
-    def _error(index: int, code: int, message: str | None = None) -> dict[str, Any]:
-        return {
-            "index": index,
-            "error_code": code,
-            "base_offset": -1,
-            "log_append_time": None,
-            "log_start_offset": -1,
-            "record_errors": [],
-            "error_message": message,
-        }
+    def _error(index: int, code: int, message: str | None = None) -> PartitionResult:
+        return (index, code, -1, -1, -1, (), message)

@@ -21,7 +21,9 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from ..protocol.hot_codecs import write_txn_markers_response
 from ..server.dispatch import ApiRegistry, RequestContext
+from .partition import Partition
 from .partition_manager import PartitionManager
 
 log = logging.getLogger(__name__)
@@ -41,25 +43,26 @@ class WriteTxnMarkersApi:
         registry.register(27, 1, 2, self.handle, owner="broker")
 
     async def handle(self, ctx: RequestContext, request: Any) -> Any:
-        markers = []
+        markers: list[tuple[int, list[tuple[str, list[tuple[int, int]]]]]] = []
+        errors: list[int] = []
         for marker in request.markers:
-            topics = []
+            topics: list[tuple[str, list[tuple[int, int]]]] = []
             for t in marker.topics:
                 indexes = [int(i) for i in t.partition_indexes]
                 if t.name == GROUP_METADATA_TOPIC:
                     codes = await self._to_groups(marker, indexes)
+                    results = [(i, codes[i]) for i in indexes]
                 else:
-                    codes = {i: await self._write(t.name, i, marker) for i in indexes}
-                topics.append(
-                    {
-                        "name": t.name,
-                        "partitions": [
-                            {"partition_index": i, "error_code": codes[i]} for i in indexes
-                        ],
-                    }
-                )
-            markers.append({"producer_id": marker.producer_id, "topics": topics})
-        return ctx.respond(markers=markers)
+                    results = []
+                    for i in indexes:
+                        code = self._write_known(t.name, i, marker)
+                        if code is None:  # the partition is not known here yet
+                            code = await self._write(t.name, i, marker)
+                        results.append((i, code))
+                errors.extend(code for _, code in results if code)
+                topics.append((t.name, results))
+            markers.append((marker.producer_id, topics))
+        return ctx.encoded(write_txn_markers_response(ctx.api_version, markers), tuple(errors))
 
     async def _to_groups(self, marker: Any, indexes: list[int]) -> dict[int, int]:
         if self.group_sink is None:
@@ -76,6 +79,15 @@ class WriteTxnMarkersApi:
             return {i: ErrorCode.unknown_server_error.value for i in indexes}
         return {i: int(result.get(i, ErrorCode.not_leader_or_follower.value)) for i in indexes}
 
+    def _write_known(self, topic: str, index: int, marker: Any) -> int | None:
+        """Write to a partition this node knows; None if it does not know it (yet)."""
+        if self.partitions is None:
+            return ErrorCode.not_leader_or_follower.value
+        partition = self.partitions.partitions.get((topic, index))
+        if partition is None:
+            return None
+        return self._write_to(partition, topic, index, marker)
+
     async def _write(self, topic: str, index: int, marker: Any) -> int:
         if self.partitions is None:
             return ErrorCode.not_leader_or_follower.value
@@ -85,6 +97,10 @@ class WriteTxnMarkersApi:
             if meta is None or not 0 <= index < meta.num_partitions:
                 return ErrorCode.unknown_topic_or_partition.value
             return ErrorCode.not_leader_or_follower.value
+        return self._write_to(partition, topic, index, marker)
+
+    def _write_to(self, partition: Partition, topic: str, index: int, marker: Any) -> int:
+        assert self.partitions is not None
         code = partition.write_txn_marker(
             int(marker.producer_id),
             int(marker.producer_epoch),

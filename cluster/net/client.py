@@ -1,25 +1,73 @@
 """A small asyncio Kafka-protocol client for node-to-node requests.
 
 Nodes talk to each other with ordinary Kafka requests (BrokerRegistration,
-Metadata, AllocateProducerIds, later WriteTxnMarkers) over plain TCP, so the
-harness can put its fault proxy on every link. Requests are pipelined on one
-connection and matched to responses by correlation id.
+Metadata, AllocateProducerIds, WriteTxnMarkers) over plain TCP, so the harness can
+put its fault proxy on every link. Requests are pipelined on one connection and
+matched to responses by correlation id.
+
+The connection is an :class:`asyncio.Protocol`: responses are cut out of the received
+bytes and handed to their waiters in the data callback itself (no reader task, no
+stream futures), which matters for the coordinator's WriteTxnMarkers round trips.
 """
 
 from __future__ import annotations
 
 import asyncio
 import itertools
+import logging
 import struct
+from collections.abc import Callable
 from typing import Any
 
 from ..protocol.codec import decode_response, encode_request
+from ..protocol.framing import FrameBuffer, FrameTooLarge
 
-_SIZE = struct.Struct(">i")
+log = logging.getLogger(__name__)
+
+ResponseCallback = Callable[[Any, BaseException | None], None]
+"""Called once with (response, None) or (None, error) by ``request_nowait``."""
+
+MAX_RESPONSE_BYTES = 2**31 - 1
+_CORRELATION = struct.Struct(">i")
 
 
 class PeerUnavailable(ConnectionError):
     """The peer could not be reached or the connection broke mid-request."""
+
+
+def _expire(fut: asyncio.Future[Any]) -> None:
+    if not fut.done():
+        fut.set_exception(TimeoutError())
+
+
+class _ResponseProtocol(asyncio.BufferedProtocol):
+    """Frames in, responses to the pending futures of one :class:`PeerConnection`
+    (reads go straight into a reusable buffer, see ``protocol.framing``)."""
+
+    def __init__(self, owner: PeerConnection) -> None:
+        self.owner = owner
+        self.transport: asyncio.Transport | None = None
+        self._reads = FrameBuffer()
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+
+    def get_buffer(self, sizehint: int) -> memoryview:
+        return self._reads.get_buffer()
+
+    def buffer_updated(self, nbytes: int) -> None:
+        try:
+            frames = self._reads.frames_after(nbytes, MAX_RESPONSE_BYTES)
+        except FrameTooLarge as exc:
+            frames = exc.frames
+            if self.transport is not None:
+                self.transport.close()  # garbage: connection_lost fails the waiters
+        for frame in frames:
+            self.owner._deliver(frame)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.owner._lost(self)
 
 
 class PeerConnection:
@@ -28,80 +76,151 @@ class PeerConnection:
         self.port = port
         self.client_id = client_id
         self.connect_timeout = connect_timeout
-        self._reader: asyncio.StreamReader | None = None
-        self._writer: asyncio.StreamWriter | None = None
-        self._pending: dict[int, tuple[int, int, asyncio.Future[Any]]] = {}
+        self._protocol: _ResponseProtocol | None = None
+        # correlation id -> (api key, version, the waiting future or callback)
+        self._pending: dict[int, tuple[int, int, asyncio.Future[Any] | ResponseCallback]] = {}
+        self._timers: dict[int, asyncio.TimerHandle] = {}  # of ``request_nowait`` requests
         self._ids = itertools.count(1)
-        self._reader_task: asyncio.Task[None] | None = None
         self._lock = asyncio.Lock()
 
     @property
     def connected(self) -> bool:
-        return self._writer is not None and not self._writer.is_closing()
+        protocol = self._protocol
+        return (
+            protocol is not None
+            and protocol.transport is not None
+            and not protocol.transport.is_closing()
+        )
 
     async def _connect(self) -> None:
+        loop = asyncio.get_running_loop()
         try:
-            self._reader, self._writer = await asyncio.wait_for(
-                asyncio.open_connection(self.host, self.port), self.connect_timeout
+            _, protocol = await asyncio.wait_for(
+                loop.create_connection(lambda: _ResponseProtocol(self), self.host, self.port),
+                self.connect_timeout,
             )
         except (OSError, TimeoutError) as exc:
             raise PeerUnavailable(f"cannot connect to {self.host}:{self.port}: {exc}") from exc
-        self._reader_task = asyncio.create_task(self._read_loop(self._reader))
+        self._protocol = protocol
 
-    async def _read_loop(self, reader: asyncio.StreamReader) -> None:
+    def _deliver(self, frame: bytes) -> None:
+        if len(frame) < 4:
+            return
+        (correlation_id,) = _CORRELATION.unpack_from(frame, 0)
+        entry = self._pending.pop(correlation_id, None)
+        if entry is None:
+            return
+        timer = self._timers.pop(correlation_id, None)
+        if timer is not None:
+            timer.cancel()
+        api_key, api_version, sink = entry
+        if isinstance(sink, asyncio.Future) and sink.done():
+            return
         try:
-            while True:
-                (size,) = _SIZE.unpack(await reader.readexactly(4))
-                frame = await reader.readexactly(size)
-                (correlation_id,) = struct.unpack_from(">i", frame, 0)
-                entry = self._pending.pop(correlation_id, None)
-                if entry is None:
-                    continue
-                api_key, api_version, fut = entry
-                if not fut.done():
-                    try:
-                        _, response = decode_response(api_key, api_version, frame)
-                        fut.set_result(response)
-                    except Exception as exc:  # surfaced to the caller
-                        fut.set_exception(exc)
-        except (asyncio.IncompleteReadError, ConnectionError, OSError):
-            pass
-        finally:
+            _, response = decode_response(api_key, api_version, frame)
+        except Exception as exc:  # surfaced to the caller
+            _notify(sink, None, exc)
+        else:
+            _notify(sink, response, None)
+
+    def _lost(self, protocol: _ResponseProtocol) -> None:
+        if protocol is self._protocol:
+            self._protocol = None
             self._fail_pending(PeerUnavailable(f"connection to {self.host}:{self.port} closed"))
-            if self._writer is not None:
-                self._writer.close()
-            self._writer = None
 
     def _fail_pending(self, exc: Exception) -> None:
         pending, self._pending = self._pending, {}
-        for _, _, fut in pending.values():
-            if not fut.done():
-                fut.set_exception(exc)
+        timers, self._timers = self._timers, {}
+        for timer in timers.values():
+            timer.cancel()
+        for _, _, sink in pending.values():
+            _notify(sink, None, exc)
+
+    def request_nowait(self, request: Any, timeout: float, callback: ResponseCallback) -> bool:
+        """Send a request now and have ``callback`` called from the data callback when
+        its response arrives (or with the error: connection lost, timeout).
+
+        For the hot path (the coordinator's markers): no task, no future, no extra
+        round of the event loop on either side. Returns False, sending nothing, when
+        the connection is not up (the caller uses ``request``, which connects).
+        """
+        protocol = self._protocol
+        if (
+            protocol is None
+            or protocol.transport is None
+            or protocol.transport.is_closing()
+            or self._lock.locked()
+        ):
+            return False
+        correlation_id = next(self._ids) & 0x7FFFFFFF
+        cls = type(request)
+        data = encode_request(correlation_id, request, self.client_id)
+        self._pending[correlation_id] = (cls.__api_key__, cls.__version__, callback)
+        self._timers[correlation_id] = asyncio.get_running_loop().call_later(
+            timeout, self._expire_callback, correlation_id, cls.__name__, timeout
+        )
+        protocol.transport.write(data)
+        return True
+
+    def _expire_callback(self, correlation_id: int, name: str, timeout: float) -> None:
+        self._timers.pop(correlation_id, None)
+        entry = self._pending.pop(correlation_id, None)
+        if entry is None:
+            return  # answered in time
+        self._close_now()
+        _notify(
+            entry[2],
+            None,
+            PeerUnavailable(f"{name} to {self.host}:{self.port} timed out after {timeout}s"),
+        )
 
     async def request(self, request: Any, timeout: float = 10.0) -> Any:
         """Send one request entity and await its response entity."""
         async with self._lock:
             if not self.connected:
                 await self._connect()
+            protocol = self._protocol
+            assert protocol is not None and protocol.transport is not None
             correlation_id = next(self._ids) & 0x7FFFFFFF
             fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
             cls = type(request)
             self._pending[correlation_id] = (cls.__api_key__, cls.__version__, fut)
-            assert self._writer is not None
-            self._writer.write(encode_request(correlation_id, request, self.client_id))
+            protocol.transport.write(encode_request(correlation_id, request, self.client_id))
+        # A timer instead of asyncio.wait_for, which costs a task per request.
+        timer = asyncio.get_running_loop().call_later(timeout, _expire, fut)
         try:
-            return await asyncio.wait_for(fut, timeout)
+            return await fut
         except TimeoutError as exc:
             self._pending.pop(correlation_id, None)
             await self.close()
             raise PeerUnavailable(
                 f"{cls.__name__} to {self.host}:{self.port} timed out after {timeout}s"
             ) from exc
+        finally:
+            timer.cancel()
 
     async def close(self) -> None:
-        if self._writer is not None:
-            self._writer.close()
-        if self._reader_task is not None:
-            self._reader_task.cancel()
+        self._close_now()
+
+    def _close_now(self) -> None:
+        protocol, self._protocol = self._protocol, None
+        if protocol is not None and protocol.transport is not None:
+            protocol.transport.close()
         self._fail_pending(PeerUnavailable("connection closed"))
-        self._writer = None
+
+
+def _notify(
+    sink: asyncio.Future[Any] | ResponseCallback, response: Any, error: BaseException | None
+) -> None:
+    if isinstance(sink, asyncio.Future):
+        if sink.done():
+            return
+        if error is None:
+            sink.set_result(response)
+        else:
+            sink.set_exception(error)
+        return
+    try:
+        sink(response, error)
+    except Exception:
+        log.exception("response callback failed")

@@ -21,6 +21,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import lru_cache
 
 import crc32c
 
@@ -213,6 +214,24 @@ def _read_varint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
     return (n >> 1) ^ -(n & 1), pos
 
 
+@lru_cache(maxsize=256)
+def _control_record(commit: bool, coordinator_epoch: int) -> bytes:
+    """The single record of a marker (it depends on the outcome and epoch only)."""
+    key = struct.pack(">hh", 0, CONTROL_COMMIT if commit else CONTROL_ABORT)
+    value = struct.pack(">hi", 0, coordinator_epoch)
+    body = (
+        b"\x00"  # record attributes
+        + _zigzag_varint(0)  # timestamp delta
+        + _zigzag_varint(0)  # offset delta
+        + _zigzag_varint(len(key))
+        + key
+        + _zigzag_varint(len(value))
+        + value
+        + _zigzag_varint(0)  # header count
+    )
+    return _zigzag_varint(len(body)) + body
+
+
 def build_control_batch(
     producer_id: int,
     producer_epoch: int,
@@ -227,19 +246,7 @@ def build_control_batch(
     Key: version int16 0, type int16 (0 abort, 1 commit). Value: version int16 0,
     coordinatorEpoch int32.
     """
-    key = struct.pack(">hh", 0, CONTROL_COMMIT if commit else CONTROL_ABORT)
-    value = struct.pack(">hi", 0, coordinator_epoch)
-    body = (
-        b"\x00"  # record attributes
-        + _zigzag_varint(0)  # timestamp delta
-        + _zigzag_varint(0)  # offset delta
-        + _zigzag_varint(len(key))
-        + key
-        + _zigzag_varint(len(value))
-        + value
-        + _zigzag_varint(0)  # header count
-    )
-    record = _zigzag_varint(len(body)) + body
+    record = _control_record(commit, coordinator_epoch)
     size = HEADER_SIZE + len(record)
     buf = bytearray(size)
     HEADER.pack_into(

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..protocol.build import make
-from ..protocol.codec import response_class
+from ..protocol.codec import EncodedResponse, response_class
 
 
 @dataclass(slots=True)
@@ -34,6 +34,11 @@ class RequestContext:
     def respond(self, data: dict[str, Any] | None = None, /, **fields: Any) -> Any:
         """Build this request's response (at the request's version) from plain values."""
         return make(self.response_cls, data, **fields)
+
+    def encoded(self, body: bytes, error_codes: tuple[int, ...] = ()) -> EncodedResponse:
+        """This request's response from a body a ``hot_codecs`` encoder wrote (at the
+        request's version); ``error_codes``: the non-zero error codes in it."""
+        return EncodedResponse(self.api_key, self.api_version, body, error_codes)
 
 
 Handler = Callable[[RequestContext, Any], Awaitable[Any]]

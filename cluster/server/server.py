@@ -1,9 +1,17 @@
 """The node's Kafka-protocol TCP server.
 
-One task per connection reads size-prefixed frames and answers them strictly in
-order, one at a time, as Kafka does (it mutes a connection while a request is in
-flight). Connections are independent, so a long-polling Fetch or JoinGroup on one
-connection never holds up another.
+Each connection is an :class:`asyncio.Protocol` that cuts size-prefixed frames out of
+the bytes it receives and answers them strictly in order, one at a time, as Kafka
+does (it mutes a connection while a request is in flight). Connections are
+independent, so a long-polling Fetch or JoinGroup on one connection never holds up
+another.
+
+A handler is an ``async def``, but most complete without ever suspending (Produce,
+EndTxn, WriteTxnMarkers, ...). The server therefore starts each handler coroutine
+right in the data callback and, if it finishes there, writes the response at once;
+only a handler that really waits (a long-poll, a held AddPartitionsToTxn) is
+finished in a task, and the connection's next frames wait for it. This saves the
+task, the stream reader futures and several event-loop rounds per request.
 
 Bad input follows Kafka: a frame larger than ``max_frame_bytes``, an unknown API
 key or version, or a body that does not decode closes that connection (nothing
@@ -15,11 +23,12 @@ downgrade.
 from __future__ import annotations
 
 import asyncio
+import collections
 import itertools
 import logging
 import struct
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Coroutine
+from typing import Any, cast
 
 from kio.schema.errors import ErrorCode
 
@@ -27,17 +36,23 @@ from ..protocol.build import make
 from ..protocol.codec import (
     ProtocolError,
     UnsupportedApi,
-    decode_request,
+    decode_request_as,
     encode_response,
     read_prefix,
     response_class,
 )
+from ..protocol.framing import FrameBuffer, FrameTooLarge
 from .dispatch import ApiRegistry, RequestContext
+from .eager import finish
 
 log = logging.getLogger(__name__)
 
 API_VERSIONS_KEY = 18
-_SIZE = struct.Struct(">i")
+_PREFIX = struct.Struct(">hhi")
+
+MAX_QUEUED_FRAMES = 16
+"""Complete frames a connection may queue behind a request in flight before the
+server stops reading from it (a client pipelining faster than it is answered)."""
 
 
 class CloseConnection(Exception):
@@ -47,6 +62,233 @@ class CloseConnection(Exception):
 
 RequestObserver = Callable[[int, int, Any, float, int, int], None]
 """(api_key, api_version, response_or_None, seconds, bytes_in, bytes_out)."""
+
+
+class _Connection(asyncio.BufferedProtocol):
+    """One client connection: frames in, responses out, in order. Reads go straight
+    into a reusable buffer (see ``protocol.framing``)."""
+
+    def __init__(self, server: KafkaServer) -> None:
+        self.server = server
+        self.conn_id = next(server._ids)
+        self.peer = "?"
+        self.transport: asyncio.Transport | None = None
+        self._reads = FrameBuffer()
+        self._too_large: FrameTooLarge | None = None
+        self._frames: collections.deque[bytes] = collections.deque()
+        self._busy = False  # a handler of this connection is running in a task
+        self._write_paused = False
+        self._read_paused = False
+        self._closed = False
+        self._eof = False
+
+    # -- asyncio.Protocol ------------------------------------------------------------
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+        peername = transport.get_extra_info("peername")
+        if peername:
+            self.peer = f"{peername[0]}:{peername[1]}"
+        self.server._connections[self.conn_id] = transport
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._closed = True
+        self._frames.clear()
+        self.server._connections.pop(self.conn_id, None)
+
+    def pause_writing(self) -> None:
+        self._write_paused = True
+
+    def resume_writing(self) -> None:
+        self._write_paused = False
+        self._process()
+
+    def get_buffer(self, sizehint: int) -> memoryview:
+        return self._reads.get_buffer()
+
+    def buffer_updated(self, nbytes: int) -> None:
+        if self._closed:
+            return
+        try:
+            frames = self._reads.frames_after(nbytes, self.server.max_frame_bytes)
+        except FrameTooLarge as exc:
+            # Answer what came before it, then close (as reading it in order would).
+            self._frames.extend(exc.frames)
+            self._too_large = exc
+            if self.transport is not None:
+                self.transport.pause_reading()
+            self._process()
+            return
+        if frames:
+            self._frames.extend(frames)
+            self._process()
+
+    def eof_received(self) -> bool | None:
+        # The client will send nothing more: answer what it sent, then close.
+        self._eof = True
+        if self._busy or self._frames:
+            return True  # keep the transport open for the responses still due
+        return None  # close the transport
+
+    # -- processing ------------------------------------------------------------------
+    def _close(self) -> None:
+        self._closed = True
+        self._frames.clear()
+        if self.transport is not None:
+            self.transport.close()
+
+    def _process(self) -> None:
+        """Answer queued frames in order until one needs to wait (or the client does
+        not read its responses).
+
+        The responses to frames that arrived together (a client pipelining, as
+        librdkafka does with one Produce per partition) go out in one write: one
+        syscall here and one wake-up of the client instead of one per response.
+        """
+        frames = self._frames
+        server = self.server
+        out: list[bytes] = []
+        while frames and not self._busy and not self._write_paused and not self._closed:
+            frame = frames.popleft()
+            try:
+                outcome = server._start_frame(frame, self)
+            except CloseConnection:
+                self._flush(out)
+                self._close()
+                return
+            except ProtocolError as exc:
+                self._flush(out)
+                server.protocol_errors += 1
+                log.info("closing %s: %s", self.peer, exc)
+                self._close()
+                return
+            if outcome is SUSPENDED:
+                self._busy = True  # _Suspended calls _handler_finished
+                break
+            if isinstance(outcome, asyncio.Future):
+                self._busy = True
+                outcome.add_done_callback(self._on_handler_done)
+                break
+            if outcome is not None:
+                out.append(outcome)
+        self._flush(out)
+        transport = self.transport
+        if transport is None or self._closed:
+            return
+        if (self._eof or self._too_large is not None) and not frames and not self._busy:
+            if self._too_large is not None:
+                server.protocol_errors += 1
+                log.warning("closing %s: %s", self.peer, self._too_large)
+            self._close()
+            return
+        queued = len(frames) >= MAX_QUEUED_FRAMES
+        if queued and not self._read_paused:
+            self._read_paused = True
+            transport.pause_reading()
+        elif self._read_paused and not queued:
+            self._read_paused = False
+            transport.resume_reading()
+
+    def _write(self, data: bytes) -> None:
+        transport = self.transport
+        if transport is not None and not transport.is_closing():
+            transport.write(data)
+
+    def _flush(self, out: list[bytes]) -> None:
+        if out:
+            self._write(out[0] if len(out) == 1 else b"".join(out))
+
+    def _on_handler_done(self, task: asyncio.Future[bytes | None]) -> None:
+        if task.cancelled():
+            self._busy = False
+            if not self._closed:
+                self._close()
+            return
+        exc = task.exception()
+        self._handler_finished(None if exc is not None else task.result(), exc)
+
+    def _handler_finished(self, data: bytes | None, exc: BaseException | None) -> None:
+        """A handler that had to wait is done: answer (or close), then go on."""
+        self._busy = False
+        if self._closed:
+            return  # nothing to answer any more
+        if exc is not None:
+            if isinstance(exc, ProtocolError):
+                self.server.protocol_errors += 1
+                log.info("closing %s: %s", self.peer, exc)
+            elif not isinstance(exc, CloseConnection):
+                log.error("request of %s failed", self.peer, exc_info=exc)
+            self._close()
+            return
+        if data is not None:
+            self._write(data)
+        self._process()
+
+
+SUSPENDED: Any = object()
+"""``_start_frame``'s answer for a handler parked on a future (see :class:`_Suspended`)."""
+
+
+class _Suspended:
+    """A handler coroutine waiting on a future, resumed from that future's done
+    callback rather than by a task (the common wait: AddPartitionsToTxn held until
+    the previous transaction's markers are written). It answers as soon as it
+    resumes, one event-loop round earlier than a task would, and costs no task."""
+
+    __slots__ = ("bytes_in", "conn", "coro", "ctx", "server", "started")
+
+    def __init__(
+        self,
+        server: KafkaServer,
+        conn: _Connection,
+        ctx: RequestContext,
+        coro: Coroutine[Any, Any, Any],
+        started: float,
+        bytes_in: int,
+    ) -> None:
+        self.server = server
+        self.conn = conn
+        self.ctx = ctx
+        self.coro = coro
+        self.started = started
+        self.bytes_in = bytes_in
+
+    def park(self, yielded: Any) -> bytes | asyncio.Future[bytes | None] | None:
+        """Wait for what the coroutine yielded; SUSPENDED, or a task finishing it when
+        it yielded something other than a future to wait on (a bare ``yield``)."""
+        if isinstance(yielded, asyncio.Future) and yielded._asyncio_future_blocking:
+            yielded._asyncio_future_blocking = False
+            yielded.add_done_callback(self._resume)
+            return SUSPENDED
+        server, ctx = self.server, self.ctx
+        return asyncio.ensure_future(
+            server._complete(ctx, self.coro, yielded, self.started, self.bytes_in)
+        )
+
+    def _resume(self, _: asyncio.Future[Any]) -> None:
+        server, ctx = self.server, self.ctx
+        try:
+            yielded = self.coro.send(None)
+        except StopIteration as stop:
+            try:
+                data = server._answer(ctx, stop.value, self.started, self.bytes_in)
+            except Exception as exc:
+                log.exception("encoding the response to api %d failed", ctx.api_key)
+                self.conn._handler_finished(None, CloseConnection(str(exc)))
+                return
+            self.conn._handler_finished(data, None)
+            return
+        except CloseConnection as exc:
+            server._observe(ctx.api_key, ctx.api_version, None, self.started, self.bytes_in, 0)
+            self.conn._handler_finished(None, exc)
+            return
+        except Exception as exc:
+            log.exception("handler for api %d v%d failed", ctx.api_key, ctx.api_version)
+            self.conn._handler_finished(None, CloseConnection(str(exc)))
+            return
+        outcome = self.park(yielded)
+        if isinstance(outcome, asyncio.Future):
+            outcome.add_done_callback(self.conn._on_handler_done)
 
 
 class KafkaServer:
@@ -65,18 +307,18 @@ class KafkaServer:
         self.max_frame_bytes = max_frame_bytes
         self.observer = observer
         self._server: asyncio.Server | None = None
-        self._connections: dict[int, asyncio.StreamWriter] = {}
+        self._connections: dict[int, asyncio.Transport] = {}
         self._ids = itertools.count(1)
         self.protocol_errors = 0
 
     async def bind(self) -> int:
         """Bind the listening socket (so the port is known) without accepting yet."""
-        self._server = await asyncio.start_server(
-            self._serve,
+        loop = asyncio.get_running_loop()
+        self._server = await loop.create_server(
+            lambda: _Connection(self),
             self.host,
             self.port,
             reuse_address=True,
-            limit=1 << 20,
             start_serving=False,
         )
         sock = self._server.sockets[0]
@@ -96,8 +338,8 @@ class KafkaServer:
     async def stop(self) -> None:
         if self._server is not None:
             self._server.close()
-        for writer in list(self._connections.values()):
-            writer.close()
+        for transport in list(self._connections.values()):
+            transport.close()
         if self._server is not None:
             await self._server.wait_closed()
 
@@ -105,93 +347,83 @@ class KafkaServer:
     def connection_count(self) -> int:
         return len(self._connections)
 
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        conn_id = next(self._ids)
-        self._connections[conn_id] = writer
-        peername = writer.get_extra_info("peername")
-        peer = f"{peername[0]}:{peername[1]}" if peername else "?"
-        try:
-            while True:
-                try:
-                    size_bytes = await reader.readexactly(4)
-                except (asyncio.IncompleteReadError, ConnectionError):
-                    return
-                (size,) = _SIZE.unpack(size_bytes)
-                if size < 0 or size > self.max_frame_bytes:
-                    self.protocol_errors += 1
-                    log.warning(
-                        "closing %s: frame of %d bytes exceeds the limit of %d",
-                        peer,
-                        size,
-                        self.max_frame_bytes,
-                    )
-                    return
-                try:
-                    frame = await reader.readexactly(size)
-                except (asyncio.IncompleteReadError, ConnectionError):
-                    return
-                response_bytes = await self._handle_frame(frame, peer, conn_id)
-                if response_bytes is None:
-                    continue
-                writer.write(response_bytes)
-                await writer.drain()
-        except CloseConnection:
-            return
-        except ProtocolError as exc:
-            self.protocol_errors += 1
-            log.info("closing %s: %s", peer, exc)
-        except (ConnectionError, asyncio.CancelledError):
-            return
-        finally:
-            self._connections.pop(conn_id, None)
-            writer.close()
-
-    async def _handle_frame(self, frame: bytes, peer: str, conn_id: int) -> bytes | None:
+    # -- one request -----------------------------------------------------------------
+    def _start_frame(
+        self, frame: bytes, conn: _Connection
+    ) -> bytes | asyncio.Future[bytes | None] | None:
+        """Answer one frame: the response bytes (None: no response); SUSPENDED when the
+        handler waits on a future (the connection is told when it is done); or a task
+        finishing a handler that waits otherwise. Raises ProtocolError or
+        CloseConnection to close the connection."""
         loop = asyncio.get_running_loop()
         started = loop.time()
-        prefix = read_prefix(frame)
-        if prefix.api_key == API_VERSIONS_KEY and not self.registry.supports(
-            API_VERSIONS_KEY, prefix.api_version
-        ):
+        if len(frame) < _PREFIX.size:
+            read_prefix(frame)  # raises the ProtocolError
+        api_key, api_version, correlation_id = _PREFIX.unpack_from(frame, 0)
+        spec = self.registry.get(api_key)
+        if api_key == API_VERSIONS_KEY and not self.registry.supports(api_key, api_version):
             # KIP-511: answer with v0 and the supported ranges so the client downgrades.
             response = make(
                 response_class(API_VERSIONS_KEY, 0),
                 error_code=ErrorCode.unsupported_version,
                 api_keys=self.api_version_ranges(),
             )
-            return encode_response(prefix.correlation_id, response)
-        spec = self.registry.get(prefix.api_key)
-        if spec is None or not (spec.min_version <= prefix.api_version <= spec.max_version):
-            raise ProtocolError(
-                f"unsupported api key {prefix.api_key} version {prefix.api_version}"
-            )
+            return encode_response(correlation_id, response)
+        if spec is None or not (spec.min_version <= api_version <= spec.max_version):
+            raise ProtocolError(f"unsupported api key {api_key} version {api_version}")
         try:
-            header, request = decode_request(frame)
+            header, request = decode_request_as(frame, api_key, api_version)
         except UnsupportedApi as exc:
             raise ProtocolError(str(exc)) from exc
         ctx = RequestContext(
-            api_key=prefix.api_key,
-            api_version=prefix.api_version,
-            correlation_id=prefix.correlation_id,
+            api_key=api_key,
+            api_version=api_version,
+            correlation_id=correlation_id,
             client_id=getattr(header, "client_id", None),
-            peer=peer,
-            connection_id=conn_id,
+            peer=conn.peer,
+            connection_id=conn.conn_id,
         )
+        coro = cast(Coroutine[Any, Any, Any], spec.handler(ctx, request))
         try:
-            response = await spec.handler(ctx, request)
+            yielded = coro.send(None)
+        except StopIteration as stop:
+            return self._answer(ctx, stop.value, started, len(frame))
         except CloseConnection:
-            self._observe(prefix.api_key, prefix.api_version, None, started, len(frame), 0)
+            self._observe(api_key, api_version, None, started, len(frame), 0)
             raise
         except Exception as exc:
             # A bug in a handler: Kafka would answer UNKNOWN_SERVER_ERROR; we close the
             # connection (the client retries) and keep serving everyone else.
-            log.exception("handler for api %d v%d failed", prefix.api_key, prefix.api_version)
+            log.exception("handler for api %d v%d failed", api_key, api_version)
             raise CloseConnection from exc
+        return _Suspended(self, conn, ctx, coro, started, len(frame)).park(yielded)
+
+    async def _complete(
+        self,
+        ctx: RequestContext,
+        coro: Coroutine[Any, Any, Any],
+        yielded: Any,
+        started: float,
+        bytes_in: int,
+    ) -> bytes | None:
+        try:
+            response = await finish(coro, yielded)
+        except CloseConnection:
+            self._observe(ctx.api_key, ctx.api_version, None, started, bytes_in, 0)
+            raise
+        except Exception as exc:
+            log.exception("handler for api %d v%d failed", ctx.api_key, ctx.api_version)
+            raise CloseConnection from exc
+        return self._answer(ctx, response, started, bytes_in)
+
+    def _answer(
+        self, ctx: RequestContext, response: Any, started: float, bytes_in: int
+    ) -> bytes | None:
         if response is None:
-            self._observe(prefix.api_key, prefix.api_version, None, started, len(frame), 0)
+            self._observe(ctx.api_key, ctx.api_version, None, started, bytes_in, 0)
             return None
-        data = encode_response(prefix.correlation_id, response)
-        self._observe(prefix.api_key, prefix.api_version, response, started, len(frame), len(data))
+        data = encode_response(ctx.correlation_id, response)
+        self._observe(ctx.api_key, ctx.api_version, response, started, bytes_in, len(data))
         return data
 
     def _observe(

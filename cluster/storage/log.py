@@ -184,6 +184,20 @@ class PartitionLog:
         seg.append(batch, header)
         return header
 
+    def append_parsed(self, batch: bytes | bytearray, header: BatchHeader) -> None:
+        """``append`` for a caller that parsed ``header`` from ``batch`` itself and
+        assigned it the log end offset (the broker's produce and marker paths), so
+        nothing is parsed or checked twice."""
+        if header.base_offset != self.log_end_offset or header.size != len(batch):
+            raise ValueError(
+                f"batch at {header.base_offset} ({header.size} bytes) does not go at the log "
+                f"end offset {self.log_end_offset} ({len(batch)} bytes given)"
+            )
+        seg = self.active_segment
+        if self._should_roll(seg, header):
+            seg = self.roll(header.base_offset)
+        seg.append(batch, header)
+
     def _should_roll(self, seg: LogSegment, header: BatchHeader) -> bool:
         if header.last_offset - seg.base_offset > INT32_MAX:
             return True

@@ -187,6 +187,7 @@ class TransactionCoordinator:
             clock_ms=marker_clock_ms,
             retry_backoff_ms=self.config.marker_retry_backoff_ms,
             max_backoff_ms=self.config.marker_max_backoff_ms,
+            max_in_flight=self.config.marker_max_in_flight,
         )
         self.counters = TxnCounters()
         self._txns: dict[str, TransactionMetadata] = {}
@@ -196,7 +197,9 @@ class TransactionCoordinator:
         self._loading: set[int] = set()
         self._inflight: dict[str, _Inflight] = {}
         self._unwritten_completions: set[str] = set()
-        self._settled: dict[str, asyncio.Event] = {}  # waiters for a completing transaction
+        # requests held until a completing transaction settles (``wait_if_completing``)
+        self._settled: dict[str, list[asyncio.Future[None]]] = {}
+        self._partition_of: dict[str, int] = {}
         self._tasks: list[asyncio.Task[None]] = []
 
     # ------------------------------------------------------------------ partitions / life
@@ -207,7 +210,13 @@ class TransactionCoordinator:
 
     def partition_for(self, transactional_id: str) -> int:
         """The internal partition of a transactional id: Kafka's abs(hashCode) % n."""
-        return partition_for(transactional_id, self.num_partitions)
+        p = self._partition_of.get(transactional_id)
+        if p is None:
+            p = partition_for(transactional_id, self.num_partitions)
+            if len(self._partition_of) >= 100_000:
+                self._partition_of.clear()  # a cache, not state: bound it
+            self._partition_of[transactional_id] = p
+        return p
 
     def owns(self, transactional_id: str) -> bool:
         return self.partition_for(transactional_id) in self._loaded
@@ -597,7 +606,7 @@ class TransactionCoordinator:
 
     def _on_marker_done(self, spec: MarkerSpec, tp: TopicPartition, outcome: Outcome) -> None:
         inflight = self._inflight.get(spec.transactional_id)
-        if inflight is None or inflight.spec != spec:
+        if inflight is None or (inflight.spec is not spec and inflight.spec != spec):
             return  # an older incarnation's marker
         inflight.remaining.discard(tp)
         if outcome is Outcome.DROPPED:
@@ -640,9 +649,17 @@ class TransactionCoordinator:
             )
 
     def _signal_settled(self, txn_id: str) -> None:
-        event = self._settled.pop(txn_id, None)
-        if event is not None:
-            event.set()
+        waiters = self._settled.pop(txn_id, None)
+        if waiters:
+            for waiter in waiters:
+                if not waiter.done():
+                    waiter.set_result(None)
+
+    def is_completing(self, transactional_id: str | None) -> bool:
+        """Whether the id's transaction has markers or its completion still to write."""
+        return bool(transactional_id) and (
+            transactional_id in self._inflight or transactional_id in self._unwritten_completions
+        )
 
     async def wait_if_completing(self, transactional_id: str | None) -> None:
         """Hold a request for a transaction whose markers are still being written.
@@ -653,21 +670,27 @@ class TransactionCoordinator:
         ``concurrent_wait_ms`` (usually a millisecond or two) gives the client the
         answer it would get after its retry, without the backoff; 0 keeps Kafka's
         immediate error. Markers that cannot be delivered still end in
-        CONCURRENT_TRANSACTIONS once the wait runs out.
+        CONCURRENT_TRANSACTIONS once the wait runs out. The request resumes as soon
+        as the completion is written (a future per waiter, a timer for the limit).
         """
         wait_s = self.config.concurrent_wait_ms / 1000
-        if (
-            not transactional_id
-            or wait_s <= 0
-            or (
-                transactional_id not in self._inflight
-                and transactional_id not in self._unwritten_completions
-            )
-        ):
+        if wait_s <= 0 or not self.is_completing(transactional_id):
             return
-        event = self._settled.setdefault(transactional_id, asyncio.Event())
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(event.wait(), wait_s)
+        assert transactional_id is not None
+        loop = asyncio.get_running_loop()
+        waiter: asyncio.Future[None] = loop.create_future()
+        waiters = self._settled.setdefault(transactional_id, [])
+        waiters.append(waiter)
+        timer = loop.call_later(wait_s, _release, waiter)
+        try:
+            await waiter
+        finally:
+            timer.cancel()
+            current = self._settled.get(transactional_id)
+            if current is not None and waiter in current:
+                current.remove(waiter)
+                if not current:
+                    del self._settled[transactional_id]
 
     def retry_unwritten_completions(self) -> None:
         for txn_id in list(self._unwritten_completions):
@@ -807,6 +830,11 @@ class TransactionCoordinator:
             for tid, md in self._txns.items()
             if self.partition_for(tid) == partition
         }
+
+
+def _release(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
 
 
 def _is_valid_producer_id(md: TransactionMetadata, expected: tuple[int, int]) -> bool:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode as E
 
+from ...protocol.hot_codecs import add_partitions_to_txn_response, end_txn_response
 from ...server.dispatch import RequestContext
 
 if TYPE_CHECKING:
@@ -93,31 +94,23 @@ class TransactionApis:
         self.c = coordinator
 
     async def add_partitions_to_txn(self, ctx: RequestContext, req: Any) -> Any:
-        await self.c.wait_if_completing(req.v3_and_below_transactional_id)
+        txn_id = req.v3_and_below_transactional_id
+        if self.c.is_completing(txn_id):
+            await self.c.wait_if_completing(txn_id)
         results = partition_results(
             self.c,
             self.c.partition_exists,
-            req.v3_and_below_transactional_id,
+            txn_id,
             req.v3_and_below_producer_id,
             req.v3_and_below_producer_epoch,
             [(t.name, t.partitions) for t in req.v3_and_below_topics],
             ctx.api_version,
         )
-        return ctx.respond(
-            {
-                "throttle_time": 0,
-                "results_by_topic_v3_and_below": [
-                    {
-                        "name": name,
-                        "results_by_partition": [
-                            {"partition_index": p, "partition_error_code": err}
-                            for p, err in parts.items()
-                        ],
-                    }
-                    for name, parts in results.items()
-                ],
-            }
+        body = add_partitions_to_txn_response(
+            ctx.api_version, [(name, list(parts.items())) for name, parts in results.items()]
         )
+        errors = tuple(e for parts in results.values() for e in parts.values() if e)
+        return ctx.encoded(body, errors)
 
     async def add_offsets_to_txn(self, ctx: RequestContext, req: Any) -> Any:
         await self.c.wait_if_completing(req.transactional_id)
@@ -127,16 +120,13 @@ class TransactionApis:
         return ctx.respond(throttle_time=0, error_code=fenced_for(ctx.api_version, error, 2))
 
     async def end_txn(self, ctx: RequestContext, req: Any) -> Any:
-        await self.c.wait_if_completing(req.transactional_id)
+        if self.c.is_completing(req.transactional_id):
+            await self.c.wait_if_completing(req.transactional_id)
         error = self.c.end_txn(
             req.transactional_id, req.producer_id, req.producer_epoch, bool(req.committed)
         )
-        return ctx.respond(
-            throttle_time=0,
-            error_code=fenced_for(ctx.api_version, error, 2),
-            producer_id=-1,
-            producer_epoch=-1,
-        )
+        error = fenced_for(ctx.api_version, error, 2)
+        return ctx.encoded(end_txn_response(ctx.api_version, error), (error,) if error else ())
 
     def by_api_key(self) -> dict[int, Any]:
         return {

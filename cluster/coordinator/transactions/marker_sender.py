@@ -5,8 +5,10 @@ commit/abort control record written by the node that leads it (for a
 ``__consumer_offsets`` partition: the group coordinator owning it, which applies or
 drops the pending transactional offsets). The sender keeps one unit of work per
 (transactional id, partition); a dispatch groups the due units by destination node
-and sends one WriteTxnMarkers v1 request per node (at most one request in flight per
-node, so a slow node does not hold up the others), then for each partition:
+and sends one WriteTxnMarkers v1 request per node carrying every due marker for it, of
+any number of transactions (at most ``max_in_flight`` requests in flight per node,
+one by default, so a slow node does not hold up the others and markers that queue
+meanwhile go together in the next request), then for each partition:
 
 * NONE: written; the coordinator is told (it writes CompleteX once all are written).
 * retriable errors (NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION, NOT_ENOUGH_
@@ -23,10 +25,15 @@ node, so a slow node does not hold up the others), then for each partition:
 
 The transport is a small protocol so unit tests inject a fake; the real one keeps a
 :class:`PeerConnection` per node at the address the lead's ``node_address`` gives
-(which honours per-peer overrides, so the harness can proxy node-to-node links).
+(which honours per-peer overrides, so the harness can proxy node-to-node links). Over
+an established connection it writes the request at once and is answered through a
+callback from the connection's data callback (``send_nowait``), with no task per
+request.
 
 Dispatch is driven by :meth:`MarkerSender.dispatch_due` (a step function; tests call
-:meth:`flush` with a fake clock) or by the background loop started with :meth:`start`.
+:meth:`flush` with a fake clock) or, after :meth:`start`, by event-loop callbacks: once
+per loop round in which markers were queued or a request completed (so the EndTxns
+answered in one round share a request), and by a timer when backoffs end.
 """
 
 from __future__ import annotations
@@ -35,17 +42,19 @@ import asyncio
 import contextlib
 import enum
 import logging
+import sys
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any, Protocol
 
 from kio.schema.errors import ErrorCode as E
 
 from ...metadata import NO_LEADER, ClusterView
 from ...net.client import PeerConnection, PeerUnavailable
-from ...protocol.build import make
 from ...protocol.codec import request_class
+from ...server.eager import eager_task
 
 log = logging.getLogger(__name__)
 
@@ -160,6 +169,11 @@ class ViewRouting:
         if self._refresh is not None:
             await self._refresh()
 
+    def version(self) -> object:
+        """Changes whenever routes may have changed (the view object is replaced then),
+        so the sender can keep a unit's route until it does."""
+        return self._view()
+
 
 class PeerMarkerTransport:
     """The real transport: one pipelined :class:`PeerConnection` per destination node."""
@@ -189,6 +203,20 @@ class PeerMarkerTransport:
             self._conns[node_id] = conn
         return await conn.request(request, timeout=self.request_timeout_s)
 
+    def send_nowait(
+        self, node_id: int, request: Any, callback: Callable[[Any, BaseException | None], None]
+    ) -> bool:
+        """Send now over an established connection, answering through ``callback``;
+        False when that is not possible (no connection yet, address changed): the
+        sender then uses ``send``."""
+        conn = self._conns.get(node_id)
+        if conn is None:
+            return False
+        address = self.node_address(node_id)
+        if address is None or (conn.host, conn.port) != tuple(address):
+            return False
+        return conn.request_nowait(request, self.request_timeout_s, callback)
+
     async def close(self) -> None:
         conns, self._conns = self._conns, {}
         for conn in conns.values():
@@ -204,6 +232,8 @@ class _Unit:
     in_flight: bool = False
     gone_strikes: int = 0
     last_error: str = ""
+    node: int | None = None  # the route, valid while ``route_version`` is current
+    route_version: object = None
 
 
 @dataclass(slots=True)
@@ -231,7 +261,11 @@ class MarkerSender:
         clock_ms: Callable[[], int] | None = None,
         retry_backoff_ms: int = 50,
         max_backoff_ms: int = 1_000,
+        max_in_flight: int = 1,
     ) -> None:
+        if max_in_flight < 1:
+            raise ValueError("max_in_flight must be at least 1")
+        self.max_in_flight = max_in_flight
         self.transport = transport
         self.routing = routing
         self.on_done = on_done
@@ -240,11 +274,15 @@ class MarkerSender:
         self.max_backoff_ms = max_backoff_ms
         self.stats = SenderStats()
         self._units: dict[tuple[str, TopicPartition], _Unit] = {}
-        self._busy: set[int] = set()
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._busy: set[int] = set()  # nodes with max_in_flight requests in flight
+        self._in_flight: dict[int, int] = {}  # node -> requests in flight
+        self._request_waiters: list[asyncio.Future[None]] = []  # flush() waiting
+        self._tasks: set[asyncio.Future[None]] = set()
         self._refresh_task: asyncio.Task[None] | None = None
-        self._wake = asyncio.Event()
-        self._loop_task: asyncio.Task[None] | None = None
+        self._running = False
+        self._kick_pending = False
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_due_ms: int | None = None
 
     # ------------------------------------------------------------------ queue
 
@@ -253,7 +291,7 @@ class MarkerSender:
         now = self.clock_ms()
         for tp in partitions:
             self._units[(spec.transactional_id, tp)] = _Unit(spec, tp, due_ms=now)
-        self._wake.set()
+        self._kick()
 
     def cancel(self, transactional_id: str) -> None:
         for key in [k for k in self._units if k[0] == transactional_id]:
@@ -274,11 +312,11 @@ class MarkerSender:
 
     @property
     def idle(self) -> bool:
-        return not self._units and not self._tasks
+        return not self._units and not self._tasks and not self._in_flight
 
     # ------------------------------------------------------------------ dispatch
 
-    def dispatch_due(self) -> list[asyncio.Task[None]]:
+    def dispatch_due(self) -> list[asyncio.Future[None]]:
         """Send every due marker whose destination has no request in flight.
 
         Returns the send tasks started (each resolves its units when its response
@@ -287,10 +325,18 @@ class MarkerSender:
         now = self.clock_ms()
         by_node: dict[int, list[_Unit]] = {}
         want_refresh = False
+        version_of = getattr(self.routing, "version", None)
+        version = version_of() if version_of is not None else object()
+        busy = self._busy
         for unit in list(self._units.values()):
             if unit.in_flight or unit.due_ms > now:
                 continue
+            if unit.route_version is version and unit.node is not None:
+                if unit.node not in busy:
+                    by_node.setdefault(unit.node, []).append(unit)
+                continue  # a busy node's markers go when its request in flight completes
             node = self.routing.leader(*unit.tp)
+            unit.node, unit.route_version = node, version
             if node is None:
                 want_refresh = True
                 if self.routing.exists(*unit.tp):
@@ -310,18 +356,22 @@ class MarkerSender:
                 continue
             unit.gone_strikes = 0
             by_node.setdefault(node, []).append(unit)
-        started: list[asyncio.Task[None]] = []
+        started: list[asyncio.Future[None]] = []
         for node, units in by_node.items():
             if node in self._busy:
                 continue  # picked up when the node's request in flight completes
             batch = self._one_marker_per_producer(units)
             for unit in batch:
                 unit.in_flight = True
-            self._busy.add(node)
-            task = asyncio.ensure_future(self._send(node, batch))
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
-            started.append(task)
+            count = self._in_flight.get(node, 0) + 1
+            self._in_flight[node] = count
+            if count >= self.max_in_flight:
+                self._busy.add(node)
+            task = self._start_send(node, batch)
+            if task is not None:
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
+                started.append(task)
         if want_refresh:
             self._request_refresh()
         return started
@@ -343,48 +393,89 @@ class MarkerSender:
         for unit in units:
             topics = by_spec.setdefault(unit.spec, {})
             topics.setdefault(unit.tp[0], []).append(unit.tp[1])
-        markers = [
-            {
+        request_cls, marker_cls, topic_cls = _marker_classes(MARKER_VERSION)
+        with_tv = MARKER_VERSION >= 2
+        markers = []
+        for spec, topics in by_spec.items():
+            fields: dict[str, Any] = {
                 "producer_id": spec.producer_id,
                 "producer_epoch": spec.producer_epoch,
                 "transaction_result": spec.commit,
-                "topics": [
-                    {"name": name, "partition_indexes": sorted(parts)}
+                "topics": tuple(
+                    topic_cls(name=name, partition_indexes=tuple(sorted(parts)))
                     for name, parts in sorted(topics.items())
-                ],
+                ),
                 "coordinator_epoch": spec.coordinator_epoch,
-                "transaction_version": spec.transaction_version,
             }
-            for spec, topics in by_spec.items()
-        ]
-        return make(request_class(WRITE_TXN_MARKERS, MARKER_VERSION), {"markers": markers})
+            if with_tv:
+                fields["transaction_version"] = spec.transaction_version
+            markers.append(marker_cls(**fields))
+        return request_cls(markers=tuple(markers))
 
-    async def _send(self, node: int, units: list[_Unit]) -> None:
+    def _start_send(self, node: int, units: list[_Unit]) -> asyncio.Future[None] | None:
+        """Send one request; None when the transport took it with a callback (no task)."""
         self.stats.requests += 1
+        request = self._build_request(units)
+        send_nowait = getattr(self.transport, "send_nowait", None)
+        if send_nowait is not None and send_nowait(
+            node, request, lambda response, exc: self._on_sent(node, units, response, exc)
+        ):
+            return None
+        # Started eagerly: the request is written now, not a loop round later.
+        return eager_task(self._send(node, units, request))
+
+    async def _send(self, node: int, units: list[_Unit], request: Any) -> None:
         try:
-            try:
-                response = await self.transport.send(node, self._build_request(units))
-            except (PeerUnavailable, OSError, TimeoutError) as exc:
+            response = await self.transport.send(node, request)
+        except asyncio.CancelledError:
+            for unit in units:
+                unit.in_flight = False
+            self._request_done(node)
+            raise
+        except Exception as exc:
+            self._on_sent(node, units, None, exc)
+        else:
+            self._on_sent(node, units, response, None)
+
+    def _on_sent(
+        self, node: int, units: list[_Unit], response: Any, exc: BaseException | None
+    ) -> None:
+        try:
+            if isinstance(exc, PeerUnavailable | OSError | TimeoutError):
                 self.stats.request_failures += 1
                 log.info("WriteTxnMarkers to node %d failed: %s; retrying", node, exc)
                 now = self.clock_ms()
                 for unit in units:
                     self._backoff(unit, now, f"node {node}: {exc}")
                 self._request_refresh()
-                return
-            except Exception:
+            elif exc is not None:
                 self.stats.request_failures += 1
-                log.exception("WriteTxnMarkers to node %d failed unexpectedly; retrying", node)
+                log.error(
+                    "WriteTxnMarkers to node %d failed unexpectedly; retrying", node, exc_info=exc
+                )
                 now = self.clock_ms()
                 for unit in units:
                     self._backoff(unit, now, "unexpected failure")
-                return
-            self._handle_response(node, units, response)
+            else:
+                self._handle_response(node, units, response)
         finally:
             for unit in units:
                 unit.in_flight = False
-            self._busy.discard(node)
-            self._wake.set()
+            self._request_done(node)
+            self._kick()
+
+    def _request_done(self, node: int) -> None:
+        count = self._in_flight.get(node, 0) - 1
+        if count > 0:
+            self._in_flight[node] = count
+        else:
+            self._in_flight.pop(node, None)
+        self._busy.discard(node)
+        if self._request_waiters:
+            waiters, self._request_waiters = self._request_waiters, []
+            for waiter in waiters:
+                if not waiter.done():
+                    waiter.set_result(None)
 
     def _handle_response(self, node: int, units: list[_Unit], response: Any) -> None:
         errors: dict[tuple[int, str, int], int] = {}
@@ -447,6 +538,7 @@ class MarkerSender:
             log.exception("marker completion callback failed for %s", unit.spec.transactional_id)
 
     def _backoff(self, unit: _Unit, now: int, reason: str) -> None:
+        unit.node = None  # route again (after the cluster view refresh)
         unit.attempts += 1
         unit.last_error = reason
         self.stats.retries += 1
@@ -462,7 +554,7 @@ class MarkerSender:
                 await self.routing.refresh()
             except Exception as exc:  # the next attempt will try again
                 log.info("cluster view refresh for markers failed: %s", exc)
-            self._wake.set()
+            self._kick()
 
         self._refresh_task = asyncio.ensure_future(refresh())
 
@@ -476,26 +568,34 @@ class MarkerSender:
         """Dispatch until nothing is due and no request is in flight (tests: with a fake
         clock, backed-off markers stay queued until the clock is advanced)."""
         while True:
-            self.dispatch_due()
-            pending = [t for t in self._tasks if not t.done()]
+            started = self.dispatch_due()
+            pending: list[asyncio.Future[Any]] = [t for t in self._tasks if not t.done()]
             if self._refresh_task is not None and not self._refresh_task.done():
                 pending.append(self._refresh_task)
+            if not pending and self._in_flight:
+                # requests sent with send_nowait: wait until one of them completes
+                waiter = asyncio.get_running_loop().create_future()
+                self._request_waiters.append(waiter)
+                pending.append(waiter)
             if not pending:
+                if started:
+                    continue  # sends that finished at once may have left more to send
                 return
             await asyncio.gather(*pending, return_exceptions=True)
 
     # ------------------------------------------------------------------ background
 
     def start(self) -> None:
-        if self._loop_task is None:
-            self._loop_task = asyncio.create_task(self._run(), name="txn-marker-sender")
+        """Dispatch in the background from now on: whenever markers are queued, a
+        request completes or a backoff ends (event-loop callbacks, no polling task)."""
+        self._running = True
+        self._kick()
 
     async def stop(self) -> None:
-        if self._loop_task is not None:
-            self._loop_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._loop_task
-            self._loop_task = None
+        self._running = False
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
         for task in list(self._tasks):
             task.cancel()
         if self._refresh_task is not None:
@@ -505,17 +605,50 @@ class MarkerSender:
             with contextlib.suppress(Exception):
                 await close()
 
-    async def _run(self) -> None:
-        while True:
-            self._wake.clear()
-            try:
-                self.dispatch_due()
-            except Exception:
-                log.exception("marker dispatch failed")
-            due = self.next_due_ms()
-            timeout = None if due is None else max(due - self.clock_ms(), 1) / 1000
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), timeout)
+    def _kick(self) -> None:
+        """Dispatch soon: once per event-loop round however many markers were queued in
+        it, so the EndTxns answered together share one request per node."""
+        if not self._running or self._kick_pending:
+            return
+        self._kick_pending = True
+        asyncio.get_running_loop().call_soon(self._on_kick)
+
+    def _on_kick(self) -> None:
+        self._kick_pending = False
+        if not self._running:
+            return
+        try:
+            self.dispatch_due()
+        except Exception:
+            log.exception("marker dispatch failed")
+        self._arm_timer()
+
+    def _arm_timer(self) -> None:
+        """Wake up when the earliest backed-off marker becomes due."""
+        due = self.next_due_ms()
+        if due == self._timer_due_ms and self._timer is not None:
+            return
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self._timer_due_ms = due
+        if due is not None:
+            delay = max(due - self.clock_ms(), 1) / 1000
+            self._timer = asyncio.get_running_loop().call_later(delay, self._on_timer)
+
+    def _on_timer(self) -> None:
+        self._timer = None
+        self._timer_due_ms = None
+        self._kick()
+
+
+@cache
+def _marker_classes(version: int) -> tuple[Any, Any, Any]:
+    """kio's WriteTxnMarkersRequest, WritableTxnMarker and WritableTxnMarkerTopic classes
+    (built directly: ``make`` costs more than the rest of a dispatch)."""
+    request_cls = request_class(WRITE_TXN_MARKERS, version)
+    module = sys.modules[request_cls.__module__]
+    return request_cls, module.WritableTxnMarker, module.WritableTxnMarkerTopic
 
 
 def _name(code: int) -> str:

@@ -23,16 +23,44 @@ from .metadata import TxnTransit
 EPOCH_KEY = b'["epoch"]'
 
 
+_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
+_KEYS: dict[str, bytes] = {}
+
+
 def _dumps(value: Any) -> bytes:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
+    return _ENCODER.encode(value).encode()
 
 
 def txn_key(transactional_id: str) -> bytes:
-    return _dumps(["txn", transactional_id])
+    key = _KEYS.get(transactional_id)
+    if key is None:
+        key = _dumps(["txn", transactional_id])
+        if len(_KEYS) >= 100_000:
+            _KEYS.clear()  # a cache: bound it
+        _KEYS[transactional_id] = key
+    return key
 
 
 def txn_record(transactional_id: str, transit: TxnTransit) -> Record:
-    return Record(txn_key(transactional_id), _dumps(transit.to_json()))
+    return Record(txn_key(transactional_id), encode_transit(transit))
+
+
+_json_str = json.encoder.encode_basestring  # the C encoder, as ensure_ascii=False uses
+
+
+def encode_transit(t: TxnTransit) -> bytes:
+    """``_dumps(t.to_json())``, written directly (three of these per transaction; the
+    generic encoder costs several times more). The unit tests hold them equal."""
+    partitions = ",".join(f"[{_json_str(topic)},{int(p)}]" for topic, p in sorted(t.partitions))
+    return (
+        f'{{"state":{_json_str(t.state.value)},"pid":{int(t.producer_id)},'
+        f'"last_pid":{int(t.last_producer_id)},"epoch":{int(t.producer_epoch)},'
+        f'"last_epoch":{int(t.last_producer_epoch)},"timeout_ms":{int(t.txn_timeout_ms)},'
+        f'"partitions":[{partitions}],"start_ms":{int(t.txn_start_ms)},'
+        f'"update_ms":{int(t.txn_last_update_ms)},"tv":{int(t.client_transaction_version)},'
+        f'"next_pid":{int(t.next_producer_id)},"next_epoch":{int(t.next_producer_epoch)},'
+        f'"two_pc":{"true" if t.two_phase_commit else "false"}}}'
+    ).encode()
 
 
 def tombstone(transactional_id: str) -> Record:
