@@ -44,7 +44,9 @@ _CLK_TCK = os.sysconf("SC_CLK_TCK")
 _METRIC = re.compile(r'^txnchaos_(requests|request_seconds)_total\{api="(\w+)"\} (\S+)$')
 
 
-def run_producer(bootstrap: str, txn_id: str, seconds: float, latencies: list[float]) -> int:
+def run_producer(
+    bootstrap: str, txn_id: str, seconds: float, latencies: list[float], partitions: int
+) -> int:
     producer = Producer(
         {"bootstrap.servers": bootstrap, "transactional.id": txn_id, "linger.ms": 0}
     )
@@ -55,7 +57,7 @@ def run_producer(bootstrap: str, txn_id: str, seconds: float, latencies: list[fl
     while time.monotonic() < deadline:
         producer.begin_transaction()
         for i in range(RECORDS_PER_TXN):
-            producer.produce("bench-txn", payload, partition=(done + i) % 6)
+            producer.produce("bench-txn", payload, partition=(done + i) % partitions)
         started = time.perf_counter()
         producer.commit_transaction(30)
         latencies.append(time.perf_counter() - started)
@@ -119,13 +121,20 @@ def stop_py_spy(procs: list[subprocess.Popen[bytes]]) -> None:
 
 
 def measure(
-    bootstrap: str, producers: int, seconds: float, nodes: list[NodeInfo], py_spy: Path | None
+    bootstrap: str,
+    producers: int,
+    seconds: float,
+    nodes: list[NodeInfo],
+    py_spy: Path | None,
+    partitions: int,
 ) -> dict[str, Any]:
     latencies: list[list[float]] = [[] for _ in range(producers)]
     counts = [0] * producers
 
     def work(i: int) -> None:
-        counts[i] = run_producer(bootstrap, f"bench-{producers}-{i}", seconds, latencies[i])
+        counts[i] = run_producer(
+            bootstrap, f"bench-{producers}-{i}", seconds, latencies[i], partitions
+        )
 
     threads = [threading.Thread(target=work, args=(i,)) for i in range(producers)]
     load_before = load_average()
@@ -198,7 +207,16 @@ def main() -> None:
     parser.add_argument("--producers", default="1,8", help="comma-separated producer counts")
     parser.add_argument("--py-spy", type=Path, default=None, help="record node profiles here")
     parser.add_argument("--set", action="append", default=[], help="node setting KEY=VALUE")
+    parser.add_argument(
+        "--partitions",
+        type=int,
+        default=6,
+        help="partitions of the topic; a transaction's 10 records are spread over all of them "
+        "(up to 10): each is one more Produce request and one more marker per transaction",
+    )
     args = parser.parse_args()
+    if not 1 <= args.partitions <= 1000:
+        parser.error("--partitions must be between 1 and 1000")
     root = Path(tempfile.mkdtemp(prefix="txnchaos-bench-txn-"))
     cluster = LocalCluster.prepare(root, 2, 1, list(args.set))
     cluster.up()
@@ -207,15 +225,18 @@ def main() -> None:
         bootstrap = state["bootstrap"]
         nodes = [NodeInfo(n["id"], n["role"], n["pid"], n["metrics_port"]) for n in state["nodes"]]
         admin = AdminClient({"bootstrap.servers": bootstrap})
-        for f in admin.create_topics([NewTopic("bench-txn", 6, 1)]).values():
+        for f in admin.create_topics([NewTopic("bench-txn", args.partitions, 1)]).values():
             f.result(30)
         print(
-            f"cluster: 2 brokers + 1 coordinator; {RECORDS_PER_TXN} x {RECORD_BYTES} B per txn; "
+            f"cluster: 2 brokers + 1 coordinator; {RECORDS_PER_TXN} x {RECORD_BYTES} B per txn "
+            f"over {args.partitions} partitions; "
             f"{os.cpu_count()} cores"
         )
         for producers in (int(x) for x in args.producers.split(",")):
             report(
-                producers, measure(bootstrap, producers, args.seconds, nodes, args.py_spy), nodes
+                producers,
+                measure(bootstrap, producers, args.seconds, nodes, args.py_spy, args.partitions),
+                nodes,
             )
     finally:
         cluster.down()
