@@ -11,9 +11,18 @@ Two workloads, both measured in one run and printed as a ratio (proxy / direct):
   reads them back both ways.
 
 The proxy always runs in a separate process (as it would beside a busy harness), so
-the numbers include one extra hop through the loopback interface. Runs alternate
-direct/proxy ``--rounds`` times and the best of each is kept, which filters out
-noise from the other processes on the machine.
+the numbers include one extra hop through the loopback interface. Each of ``--rounds``
+rounds runs direct and proxy back to back, the side that goes first alternating (so
+neither always runs on a machine the other has just warmed or loaded). The headline
+is the best of each side, which filters out noise from other processes on the
+machine; the median of the per-round ratios is printed too, with every round, the
+load average, and (Linux) the proxy process's CPU time per MB it forwarded (per-round
+connection setup included), a figure that depends little on what else runs.
+
+Produce throughput is timed from after the first record is acknowledged: before it,
+the client connects, fetches metadata and gets its producer id (about half a second,
+either way), which would otherwise be most of a round and dilute the difference the
+proxy makes. Consume throughput is timed from the first record received.
 
     python bench/proxy_overhead.py                       # echo
     python bench/proxy_overhead.py --bootstrap 127.0.0.1:9092
@@ -25,6 +34,7 @@ import argparse
 import asyncio
 import json
 import os
+import statistics
 import struct
 import subprocess
 import sys
@@ -82,6 +92,20 @@ def spawn(*args: str) -> tuple[subprocess.Popen[str], dict[str, Any]]:
     return proc, json.loads(line)
 
 
+def cpu_seconds(pid: int) -> float | None:
+    """User + system CPU time of a process (Linux ``/proc``; None elsewhere)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def load() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
 # ---------------------------------------------------------------- echo workload
 
 
@@ -135,16 +159,15 @@ def bench_echo(args: argparse.Namespace) -> dict[str, float]:
     try:
         direct_port = info["port"]
         proxy_port = int(pinfo["bootstrap"].rsplit(":", 1)[1])
-        best_direct = best_proxy = 0.0
-        for _ in range(args.rounds):
-            d = asyncio.run(
-                echo_throughput("127.0.0.1", direct_port, args.bytes, args.frame_size, args.window)
-            )
-            p = asyncio.run(
-                echo_throughput("127.0.0.1", proxy_port, args.bytes, args.frame_size, args.window)
-            )
-            best_direct, best_proxy = max(best_direct, d), max(best_proxy, p)
-        return {"direct_MBps": best_direct / 1e6, "proxy_MBps": best_proxy / 1e6}
+        best = {"direct": 0.0, "proxy": 0.0}
+        for i in range(args.rounds):
+            order = [("direct", direct_port), ("proxy", proxy_port)]
+            for label, port in order[:: -1 if i % 2 else 1]:
+                rate = asyncio.run(
+                    echo_throughput("127.0.0.1", port, args.bytes, args.frame_size, args.window)
+                )
+                best[label] = max(best[label], rate)
+        return {"direct_MBps": best["direct"] / 1e6, "proxy_MBps": best["proxy"] / 1e6}
     finally:
         proxy.kill()
         echo.kill()
@@ -165,8 +188,10 @@ def kafka_round(bootstrap: str, topic: str, messages: int, size: int) -> tuple[f
             "batch.size": 256 * 1024,
         }
     )
+    producer.produce(topic, payload, partition=0)  # connect, metadata, producer id
+    assert producer.flush(60) == 0
     t0 = time.perf_counter()
-    for _ in range(messages):
+    for _ in range(messages - 1):
         while True:
             try:
                 producer.produce(topic, payload, partition=0)
@@ -174,7 +199,7 @@ def kafka_round(bootstrap: str, topic: str, messages: int, size: int) -> tuple[f
             except BufferError:
                 producer.poll(0.01)
     assert producer.flush(120) == 0
-    produce_rate = messages * size / (time.perf_counter() - t0)
+    produce_rate = (messages - 1) * size / (time.perf_counter() - t0)
     consumer = Consumer(
         {
             "bootstrap.servers": bootstrap,
@@ -199,22 +224,47 @@ def kafka_round(bootstrap: str, topic: str, messages: int, size: int) -> tuple[f
     return produce_rate, consume_rate
 
 
-def bench_kafka(args: argparse.Namespace) -> dict[str, float]:
+def bench_kafka(args: argparse.Namespace) -> dict[str, Any]:
     from confluent_kafka.admin import AdminClient, NewTopic
 
     proxy, pinfo = spawn("--serve-proxy", args.bootstrap, "--external")
     try:
         admin = AdminClient({"bootstrap.servers": args.bootstrap})
-        out = {"direct_produce": 0.0, "proxy_produce": 0.0}
-        out.update({"direct_consume": 0.0, "proxy_consume": 0.0})
-        for _ in range(args.rounds):
-            for label, bootstrap in (("direct", args.bootstrap), ("proxy", pinfo["bootstrap"])):
+        rounds: list[dict[str, tuple[float, float]]] = []
+        proxy_cpu = 0.0
+        for i in range(args.rounds):
+            order = [("direct", args.bootstrap), ("proxy", pinfo["bootstrap"])][
+                :: -1 if i % 2 else 1
+            ]
+            row: dict[str, tuple[float, float]] = {}
+            for label, bootstrap in order:
                 topic = f"bench-{uuid.uuid4().hex[:8]}"
                 for f in admin.create_topics([NewTopic(topic, 1, 1)]).values():
                     f.result(30)
+                before = cpu_seconds(proxy.pid) if label == "proxy" else None
                 p, c = kafka_round(bootstrap, topic, args.messages, args.message_size)
-                out[f"{label}_produce"] = max(out[f"{label}_produce"], p / 1e6)
-                out[f"{label}_consume"] = max(out[f"{label}_consume"], c / 1e6)
+                after = cpu_seconds(proxy.pid) if before is not None else None
+                if before is not None and after is not None:
+                    proxy_cpu += after - before
+                row[label] = (p / 1e6, c / 1e6)
+            rounds.append(row)
+            d, x = row["direct"], row["proxy"]
+            print(
+                f"round {i + 1} ({order[0][0]} first): produce direct {d[0]:.1f} proxy"
+                f" {x[0]:.1f} MB/s ({x[0] / d[0]:.1%}); consume direct {d[1]:.1f} proxy"
+                f" {x[1]:.1f} MB/s ({x[1] / max(d[1], 1e-9):.1%})",
+                flush=True,
+            )
+        out: dict[str, Any] = {}
+        for k, what in enumerate(("produce", "consume")):
+            for label in ("direct", "proxy"):
+                out[f"{label}_{what}"] = max(r[label][k] for r in rounds)
+            out[f"median_ratio_{what}"] = statistics.median(
+                r["proxy"][k] / max(r["direct"][k], 1e-9) for r in rounds
+            )
+        if cpu_seconds(proxy.pid) is not None:
+            forwarded = 2 * args.rounds * args.messages * args.message_size / 1e6  # MB
+            out["proxy_cpu_us_per_MB"] = proxy_cpu / forwarded * 1e6
         return out
     finally:
         proxy.kill()
@@ -223,7 +273,7 @@ def bench_kafka(args: argparse.Namespace) -> dict[str, float]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--bootstrap", help="a live node: run the confluent-kafka workload")
-    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=10)
     ap.add_argument("--bytes", type=int, default=200_000_000, help="echo: bytes per round")
     ap.add_argument("--frame-size", type=int, default=16 * 1024)
     ap.add_argument("--window", type=int, default=64)
@@ -238,15 +288,21 @@ def main() -> None:
     if args.serve_proxy:
         return serve_proxy(args.serve_proxy, args.external)
     if args.bootstrap:
+        print(f"load average before: {load()}", flush=True)
         r = bench_kafka(args)
+        print(f"load average after: {load()}")
         print(
             f"produce: direct {r['direct_produce']:.1f} MB/s, proxy {r['proxy_produce']:.1f} MB/s,"
             f" ratio {r['proxy_produce'] / r['direct_produce']:.1%}"
+            f" (median of round ratios {r['median_ratio_produce']:.1%})"
         )
         print(
             f"consume: direct {r['direct_consume']:.1f} MB/s, proxy {r['proxy_consume']:.1f} MB/s,"
             f" ratio {r['proxy_consume'] / max(r['direct_consume'], 1e-9):.1%}"
+            f" (median of round ratios {r['median_ratio_consume']:.1%})"
         )
+        if "proxy_cpu_us_per_MB" in r:
+            print(f"proxy process CPU: {r['proxy_cpu_us_per_MB']:.0f} us per MB forwarded")
     else:
         r = bench_echo(args)
         print(

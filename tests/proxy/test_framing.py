@@ -80,3 +80,22 @@ def test_pass_coalesces_into_one_slice() -> None:
 def test_negative_size_is_an_error() -> None:
     with pytest.raises(FramingError):
         FrameSplitter(REQUEST_HEAD).feed(struct.pack(">i", -5) + b"xxxx", lambda *_: Action.PASS)
+
+
+def test_pass_inside_only_within_a_passed_frame() -> None:
+    splitter = FrameSplitter(REQUEST_HEAD)
+    big = frame(bytes(100))
+    out = splitter.feed(big[:20], lambda *_: Action.PASS)
+    assert [(ev, bytes(p), c) for ev, p, c in out] == [(Event.PASS, big[:20], False)]
+    assert splitter.pass_inside(50)  # bytes 20..70 of 104: inside
+    assert not splitter.pass_inside(34)  # would reach the frame's end: not the fast path
+    out = splitter.feed(big[70:], lambda *_: Action.PASS)
+    assert [(ev, bytes(p), c) for ev, p, c in out] == [(Event.PASS, big[70:], True)]
+    assert splitter.at_boundary
+    assert not splitter.pass_inside(1)  # at a boundary: the next frame needs a decision
+    discarding = FrameSplitter(REQUEST_HEAD)
+    discarding.feed(big[:20], lambda *_: Action.DISCARD)
+    assert not discarding.pass_inside(10)
+    capturing = FrameSplitter(REQUEST_HEAD)
+    capturing.feed(big[:20], lambda *_: Action.CAPTURE)
+    assert not capturing.pass_inside(10)

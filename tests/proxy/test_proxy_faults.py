@@ -10,6 +10,7 @@ import pytest
 
 from txnchaos.harness.faults.fault_log import read_fault_log
 from txnchaos.harness.faults.proxy import ProxyFleet
+from txnchaos.harness.faults.proxy.framing import FrameSplitter
 
 from .fakekafka import FakeKafka, RawClient, big_produce, eventually, produce_body, run
 
@@ -380,6 +381,46 @@ def test_rule_added_mid_stream_switches_at_frame_boundary(tmp_path: Path) -> Non
         assert got[0].frame == big[4:]
         assert [(await client.recv())[0] for _ in range(2)] == [corr, c2]
         await teardown(server, fleet, client)
+
+    run(body())
+
+
+def test_rule_added_while_the_fast_path_streams_a_frame(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The body of a large frame goes through the mid-frame fast path; a rule added
+    meanwhile applies from the next frame on, and the large frame arrives intact."""
+    fast = 0
+    inside = FrameSplitter.pass_inside
+
+    def spy(self: FrameSplitter, n: int) -> bool:
+        nonlocal fast
+        hit = inside(self, n)
+        fast += hit
+        return hit
+
+    monkeypatch.setattr(FrameSplitter, "pass_inside", spy)
+
+    async def body() -> None:
+        server, fleet, client = await setup(tmp_path)
+        corr, big = client.encode(0, 3, big_produce(3_000_000))
+        client.writer.write(big[:1_500_000])
+        await client.writer.drain()
+        await eventually(lambda: fleet.link("client->n1").stats.bytes_up >= 1_000_000)
+        assert fast > 0
+        fleet.add_rule({"kind": "drop_request", "api": "EndTxn"})
+        _c2, end_txn = client.encode(END_TXN, 1, {"transactional_id": "x"})  # dropped
+        c3, metadata = client.encode(3, 12, {"topics": None})
+        client.writer.write(big[1_500_000:] + end_txn + metadata)
+        got = await server.wait_received(2)
+        assert got[0].frame == big[4:] and got[1].correlation_id == c3
+        assert [(await client.recv())[0] for _ in range(2)] == [corr, c3]
+        assert len(server.received) == 2
+        link = fleet.link("client->n1")
+        assert link.stats.bytes_up == len(big) + len(end_txn) + len(metadata)
+        await teardown(server, fleet, client)
+        (entry,) = read_fault_log(tmp_path)
+        assert entry["kind"] == "drop_request" and entry["target"]["correlation_id"] == 2
 
     run(body())
 

@@ -78,7 +78,18 @@ class FrameSplitter:
         """Whether the bytes fed so far end exactly at a frame boundary."""
         return self._remaining == 0 and not self._head
 
-    def feed(self, data: bytes, decide: Decide) -> list[tuple[Event, Any, bool]]:
+    def pass_inside(self, n: int) -> bool:
+        """Whether the next ``n`` bytes lie inside a PASSed frame, not reaching its end.
+
+        If so they are accounted for and the caller forwards them as they are: the
+        fast path for the body of a large frame (no event list, no decision).
+        """
+        if self._remaining > n and self._action is Action.PASS:
+            self._remaining -= n
+            return True
+        return False
+
+    def feed(self, data: bytes | memoryview, decide: Decide) -> list[tuple[Event, Any, bool]]:
         out: list[tuple[Event, Any, bool]] = []
         n = len(data)
         mv = memoryview(data)

@@ -216,21 +216,18 @@ class _Accepted:
         self.link = link
         self.conn: ProxiedConnection | None = None
 
-    def side_made(self, which: str, transport: Any) -> None:
+    def side_made(self, which: str, transport: Any) -> Pump | None:
         link = self.link
         if link.policy().reset:
             link.stats.connections_refused += 1
             _rst(transport)
-            return
+            return None
         transport.pause_reading()
         conn = self.conn = ProxiedConnection(link, transport)
         task = asyncio.ensure_future(link.connect_upstream(conn))
         link._tasks.add(task)
         task.add_done_callback(link._tasks.discard)
-
-    def side_data(self, which: str, data: bytes) -> None:
-        if self.conn is not None:
-            self.conn.side_data(which, data)
+        return conn.requests
 
     def side_lost(self, which: str, exc: BaseException | None) -> None:
         if self.conn is not None:
@@ -278,6 +275,8 @@ class ProxiedConnection:
             lambda: self.link.policy().throttle_request,
             None,
             self._failed,
+            link.stats,
+            up=True,
         )
         self.responses = Pump(
             RESPONSE_HEAD,
@@ -286,6 +285,8 @@ class ProxiedConnection:
             lambda: self.link.policy().throttle_response,
             self._after_response_chunk,
             self._failed,
+            link.stats,
+            up=False,
         )
         self.requests.src = client
         self.responses.dst = client
@@ -298,10 +299,10 @@ class ProxiedConnection:
 
     # ------------------------------------------------------------------ socket events
 
-    def side_made(self, which: str, transport: Any) -> None:
+    def side_made(self, which: str, transport: Any) -> Pump | None:
         if self.closed:
             transport.abort()
-            return
+            return None
         self.upstream = transport
         self.requests.dst = transport
         self.responses.src = transport
@@ -309,15 +310,9 @@ class ProxiedConnection:
         self.link.stats.connections_active += 1
         self.link.connections.add(self)
         self._counted = True
+        self.requests.connected()
         self.client.resume_reading()
-
-    def side_data(self, which: str, data: bytes) -> None:
-        if which == "client":
-            self.link.stats.bytes_up += len(data)
-            self.requests.data_received(data)
-        else:
-            self.link.stats.bytes_down += len(data)
-            self.responses.data_received(data)
+        return self.responses
 
     def side_lost(self, which: str, exc: BaseException | None) -> None:
         self.close()

@@ -1,25 +1,40 @@
-"""Moving bytes one way across a proxied connection, on asyncio Protocols.
+"""Moving bytes one way across a proxied connection, on asyncio buffered protocols.
 
-A :class:`Pump` receives the chunks its source socket delivers (``data_received``),
-splits them into frames and writes to its destination. As long as every frame is
-PASSed (or discarded) the work is synchronous, in the callback, with no task, queue
-or copy (streams cost about a third of the throughput in measurements here). The
-first captured frame of a chunk switches the pump to a task that awaits the frame
-handler (which may delay, hold, rewrite) while reading from the source is paused;
-chunks that still arrive are queued and processed by the same task, in order.
+A :class:`Pump` owns a read buffer its source socket reads into (``get_buffer``;
+``recv_into``, no allocation per read), splits each chunk into frames and writes to
+its destination. As long as every frame is PASSed (or discarded) the work is
+synchronous, in the callback, with no task, queue or copy (streams cost about a
+third of the throughput in measurements here). The first captured frame of a chunk
+switches the pump to a task that awaits the frame handler (which may delay, hold,
+rewrite) while reading from the source is paused; chunks that still arrive are
+copied, queued and processed by the same task, in order. A chunk that lies wholly
+inside a PASSed frame (the body of a large Fetch response or Produce request) is
+written as it is, with no event list (:meth:`FrameSplitter.pass_inside`).
 
-Backpressure: a destination whose write buffer fills up pauses its pump's source
-(``pause_writing``/``resume_writing``). Throttled directions always go through the
-task, which sleeps before forwarding each burst.
+Read buffer. It starts small (:data:`READ_MIN`) and doubles, up to :data:`READ_MAX`,
+each time a read fills it: a large Fetch response then crosses the proxy in one or
+two ``recv_into``/``send`` pairs instead of one per 256 KiB (the default asyncio read
+size), and idle connections keep a small buffer. The buffer is reused, so bytes
+handed to a transport must not be referenced by it once ``write`` returns: Python
+3.11's selector transports copy what they cannot send at once, later versions (and
+other event loops, e.g. uvloop) keep a reference (:func:`keeps_unsent`); there, a
+write into a backlogged transport gets a copy, and a buffer the transport still
+references after a write is retired (a new one is allocated for the next read)
+unless the transport has drained it.
+
+Backpressure: a destination whose write buffer fills up (:data:`WRITE_HIGH`) pauses
+its pump's source (``pause_writing``/``resume_writing``). Throttled directions always
+go through the task, which sleeps before forwarding each burst.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import sys
 from collections import deque
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Protocol
 
 from .framing import Decide, Event, FrameSplitter
 from .rules import TokenBucket
@@ -28,13 +43,48 @@ log = logging.getLogger(__name__)
 
 FrameHandler = Callable[[bytes], Awaitable[None]]
 
+READ_MIN = 64 * 1024
+READ_MAX = 1024 * 1024
+"""Bounds of a pump's read buffer (see the module docstring)."""
+
+WRITE_HIGH = 2 * READ_MAX
+"""Write-buffer high-water mark of every proxied socket. Above asyncio's 64 KiB
+default so that one full read that the peer does not take at once does not pause
+the source at once (each pause/resume is a pair of ``epoll_ctl`` calls and a lost
+chance to read while the peer drains)."""
+
+WRITE_KEEPS_DATA: bool | None = None
+"""Force :func:`keeps_unsent`'s answer (tests); None: decide by transport type."""
+
+
+def keeps_unsent(transport: Any) -> bool:
+    """Whether ``transport.write`` may keep a reference to data it could not send at
+    once instead of copying it (only asyncio's own socket transport before 3.12 is
+    known to copy)."""
+    if WRITE_KEEPS_DATA is not None:
+        return WRITE_KEEPS_DATA
+    copies = sys.version_info < (3, 12) and type(transport).__module__ == "asyncio.selector_events"
+    return not copies
+
+
+class ByteCounts(Protocol):
+    """Where a pump counts the bytes it reads (a link's stats)."""
+
+    bytes_up: int
+    bytes_down: int
+
 
 class Pump:
     __slots__ = (
+        "_grow",
+        "_keeps",
+        "_lent",
         "_pauses",
+        "_read",
         "after_chunk",
         "bytes",
         "closed",
+        "counts",
         "decide",
         "deferred",
         "dst",
@@ -47,6 +97,7 @@ class Pump:
         "src",
         "task",
         "throttle",
+        "up",
     )
 
     def __init__(
@@ -57,8 +108,12 @@ class Pump:
         throttle: Callable[[], tuple[TokenBucket, ...]],
         after_chunk: Callable[[], None] | None,
         on_error: Callable[[BaseException], None],
+        counts: ByteCounts,
+        up: bool,
     ) -> None:
         self.splitter = FrameSplitter(head_len)
+        self.counts = counts
+        self.up = up  # reads count as bytes_up (client -> upstream) or bytes_down
         self.decide = decide
         self.on_frame = on_frame
         self.throttle = throttle
@@ -71,6 +126,10 @@ class Pump:
         self.mid_pass = False  # the last PASS write ended inside a frame
         self.deferred: list[bytes] = []
         self._pauses: set[str] = set()
+        self._read = memoryview(bytearray(READ_MIN))
+        self._grow = False  # the last read filled the buffer: double it
+        self._lent = False  # a transport may still reference the buffer
+        self._keeps: bool | None = None  # keeps_unsent(dst), once known
         self.bytes = 0
         self.frames = 0  # captured frames
         self.closed = False
@@ -102,9 +161,21 @@ class Pump:
         self.dst.write(frame)
 
     def _pass(self, payload: Any, complete: bool) -> None:
-        assert self.dst is not None
+        dst = self.dst
+        assert dst is not None
         self.bytes += len(payload)
-        self.dst.write(payload)
+        keeps = self._keeps
+        if keeps is None:
+            keeps = self._keeps = keeps_unsent(dst)
+        if keeps and type(payload) is memoryview:  # a slice of the read buffer
+            if dst.get_write_buffer_size():
+                dst.write(bytes(payload))  # it would be kept, not sent
+            else:
+                dst.write(payload)  # sent at once, unless the socket is full
+                if dst.get_write_buffer_size():
+                    self._lent = True
+        else:
+            dst.write(payload)
         self.mid_pass = not complete
         if complete and self.deferred:
             frames, self.deferred = self.deferred, []
@@ -113,13 +184,47 @@ class Pump:
 
     # ------------------------------------------------------------------ reading
 
-    def data_received(self, data: bytes) -> None:
+    def get_buffer(self) -> memoryview:
+        """The buffer the next read goes into (never one a transport still holds)."""
+        buf = self._read
+        size = len(buf)
+        fresh = False
+        if self._grow:
+            self._grow = False
+            size = min(2 * size, READ_MAX)
+            fresh = True
+        if self._lent:
+            self._lent = False
+            # drained: the transport dropped its reference; otherwise leave it the buffer
+            fresh = fresh or (self.dst is not None and bool(self.dst.get_write_buffer_size()))
+        if fresh:
+            buf = self._read = memoryview(bytearray(size))
+        return buf
+
+    def buffer_updated(self, nbytes: int) -> None:
+        """``nbytes`` were read into the buffer returned by :meth:`get_buffer`."""
+        if self.up:
+            self.counts.bytes_up += nbytes
+        else:
+            self.counts.bytes_down += nbytes
+        buf = self._read
+        if nbytes == len(buf) and nbytes < READ_MAX:
+            self._grow = True
+        self.data_received(buf[:nbytes])
+
+    def data_received(self, data: bytes | memoryview) -> None:
+        """Process one chunk; a memoryview ``data`` is only valid during the call
+        (or while reading is paused: the buffer is not read into then)."""
         if self.closed:
             return
-        if self.task is not None or self.throttle():
-            self.queue.append(data)
+        if self.task is not None or self.dst is None or self.throttle():
+            self.queue.append(bytes(data))
             self.pause("busy")
-            self._start(None)
+            if self.dst is not None:
+                self._start(None)
+            return
+        if self.splitter.pass_inside(len(data)):  # the body of a large frame
+            self._pass(data, False)
             return
         events = self.splitter.feed(data, self.decide)
         for i, (ev, payload, complete) in enumerate(events):
@@ -131,6 +236,12 @@ class Pump:
                 return
         if self.after_chunk is not None:
             self.after_chunk()
+
+    def connected(self) -> None:
+        """The destination is set: forward what arrived before (event loops that
+        deliver data although reading was paused in ``connection_made``)."""
+        if self.queue and self.task is None:
+            self._start(None)
 
     def _start(self, events: list[tuple[Event, Any, bool]] | None) -> None:
         if self.task is None:
@@ -180,20 +291,34 @@ class Pump:
             self.task.cancel()
 
 
-class Side(asyncio.Protocol):
-    """One socket of a proxied connection; forwards events to its owner."""
+class Side(asyncio.BufferedProtocol):
+    """One socket of a proxied connection.
+
+    Reads go straight to the pump this socket feeds (``owner.side_made`` returns it);
+    other events are forwarded to the owner.
+    """
 
     def __init__(self, owner: Any, which: str) -> None:
         self.owner = owner
         self.which = which  # "client" | "upstream"
         self.transport: asyncio.Transport | None = None
+        self.reader: Pump | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
-        self.owner.side_made(self.which, transport)
+        transport.set_write_buffer_limits(high=WRITE_HIGH)  # type: ignore[attr-defined]
+        self.reader = self.owner.side_made(self.which, transport)
 
-    def data_received(self, data: bytes) -> None:
-        self.owner.side_data(self.which, data)
+    def get_buffer(self, sizehint: int) -> memoryview:
+        reader = self.reader
+        if reader is None:  # refused or closed: whatever arrives is dropped
+            return memoryview(bytearray(READ_MIN))
+        return reader.get_buffer()
+
+    def buffer_updated(self, nbytes: int) -> None:
+        reader = self.reader
+        if reader is not None:
+            reader.buffer_updated(nbytes)
 
     def eof_received(self) -> bool:
         self.owner.side_lost(self.which, None)
