@@ -27,6 +27,8 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
+from .record_batch import uvarint
+
 _I16 = struct.Struct(">h").pack
 _I32 = struct.Struct(">i").pack
 _I64 = struct.Struct(">q").pack
@@ -43,18 +45,6 @@ WRITE_TXN_MARKERS_VERSIONS = range(1, 3)
 PartitionResult = tuple[int, int, int, int, int, Sequence[tuple[int, str | None]], str | None]
 """A Produce partition answer: (index, error code, base offset, log append time ms,
 log start offset, record errors as (batch index, message), error message)."""
-
-
-def uvarint(value: int) -> bytes:
-    """Unsigned varint (protocol lengths and tag counts)."""
-    if value < 0x80:
-        return bytes((value,))
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
 
 
 _STRINGS: dict[tuple[str, bool], bytes] = {}

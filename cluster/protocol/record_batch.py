@@ -189,14 +189,20 @@ def with_base_offset(buf: bytes | bytearray, new_base: int) -> bytes:
 # -- control batches (transaction markers) -------------------------------------------
 
 
-def _zigzag_varint(value: int) -> bytes:
-    n = (value << 1) ^ (value >> 63)
+def uvarint(value: int) -> bytes:
+    """Unsigned varint (protocol lengths and tag counts; zig-zagged record fields)."""
+    if value < 0x80:
+        return bytes((value,))
     out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
     return bytes(out)
+
+
+def _zigzag_varint(value: int) -> bytes:
+    return uvarint((value << 1) ^ (value >> 63))
 
 
 def _read_varint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:

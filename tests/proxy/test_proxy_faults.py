@@ -10,8 +10,8 @@ import pytest
 
 from txnchaos.harness.faults.fault_log import read_fault_log
 from txnchaos.harness.faults.proxy import ProxyFleet
-from txnchaos.harness.faults.proxy.framing import FrameSplitter
 
+from .conftest import FastPathHits
 from .fakekafka import FakeKafka, RawClient, big_produce, eventually, produce_body, run
 
 PRODUCE_V = 9  # flexible
@@ -386,20 +386,10 @@ def test_rule_added_mid_stream_switches_at_frame_boundary(tmp_path: Path) -> Non
 
 
 def test_rule_added_while_the_fast_path_streams_a_frame(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, fast_path_hits: FastPathHits
 ) -> None:
     """The body of a large frame goes through the mid-frame fast path; a rule added
     meanwhile applies from the next frame on, and the large frame arrives intact."""
-    fast = 0
-    inside = FrameSplitter.pass_inside
-
-    def spy(self: FrameSplitter, n: int) -> bool:
-        nonlocal fast
-        hit = inside(self, n)
-        fast += hit
-        return hit
-
-    monkeypatch.setattr(FrameSplitter, "pass_inside", spy)
 
     async def body() -> None:
         server, fleet, client = await setup(tmp_path)
@@ -407,7 +397,7 @@ def test_rule_added_while_the_fast_path_streams_a_frame(
         client.writer.write(big[:1_500_000])
         await client.writer.drain()
         await eventually(lambda: fleet.link("client->n1").stats.bytes_up >= 1_000_000)
-        assert fast > 0
+        assert fast_path_hits.n > 0
         fleet.add_rule({"kind": "drop_request", "api": "EndTxn"})
         _c2, end_txn = client.encode(END_TXN, 1, {"transactional_id": "x"})  # dropped
         c3, metadata = client.encode(3, 12, {"topics": None})

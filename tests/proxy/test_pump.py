@@ -15,8 +15,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from txnchaos.harness.faults.proxy import pump as pump_mod
-from txnchaos.harness.faults.proxy.framing import REQUEST_HEAD, Action, FrameSplitter
+from txnchaos.harness.faults.proxy.framing import REQUEST_HEAD, Action
 from txnchaos.harness.faults.proxy.pump import Pump, keeps_unsent
+
+from .conftest import FastPathHits
 
 
 def frame(api_key: int, corr: int, body_len: int) -> bytes:
@@ -104,17 +106,7 @@ STREAM = b"".join(STREAM_FRAMES)
 
 
 @pytest.mark.usefixtures("small_buffers")
-def test_split_at_every_byte_passes_intact(monkeypatch: pytest.MonkeyPatch) -> None:
-    fast = 0
-    inside = FrameSplitter.pass_inside
-
-    def spy(self: FrameSplitter, n: int) -> bool:
-        nonlocal fast
-        hit = inside(self, n)
-        fast += hit
-        return hit
-
-    monkeypatch.setattr(FrameSplitter, "pass_inside", spy)
+def test_split_at_every_byte_passes_intact(fast_path_hits: FastPathHits) -> None:
     for cut in range(len(STREAM) + 1):
         heads: list[bytes] = []
 
@@ -130,7 +122,7 @@ def test_split_at_every_byte_passes_intact(monkeypatch: pytest.MonkeyPatch) -> N
         assert counts.bytes_up == len(STREAM)
         assert heads == [f[: 4 + REQUEST_HEAD] for f in STREAM_FRAMES]
         assert p.splitter.at_boundary and not p.mid_pass
-    assert fast > 0  # the mid-frame fast path was exercised
+    assert fast_path_hits.n > 0  # the mid-frame fast path was exercised
 
 
 @pytest.mark.usefixtures("small_buffers")
