@@ -22,6 +22,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+from proc_cpu import cpu_seconds  # bench/ is sys.path[0] when run as a script
 
 from txnchaos.analysis.synthetic import Synth, SynthConfig, replicate, replicate_state
 from txnchaos.harness.history.run_dir import FINAL_STATE_JSON, METRICS_PARQUET, write_json
@@ -75,12 +76,7 @@ def jvm_cpu_seconds() -> float | None:
     spark = SparkSession.getActiveSession()
     if spark is None or not spark.sparkContext.master.startswith("local"):
         return None
-    pid = spark._jvm.java.lang.ProcessHandle.current().pid()  # type: ignore[union-attr]
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return None
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return cpu_seconds(spark._jvm.java.lang.ProcessHandle.current().pid())  # type: ignore[union-attr]
 
 
 def run_one(run_dir: Path, master: str | None) -> None:

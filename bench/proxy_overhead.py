@@ -42,6 +42,8 @@ import time
 import uuid
 from typing import Any
 
+from proc_cpu import cpu_seconds  # bench/ is sys.path[0] when run as a script
+
 # ---------------------------------------------------------------- helper processes
 
 
@@ -90,16 +92,6 @@ def spawn(*args: str) -> tuple[subprocess.Popen[str], dict[str, Any]]:
         proc.kill()
         raise RuntimeError(f"helper {args} did not start")
     return proc, json.loads(line)
-
-
-def cpu_seconds(pid: int) -> float | None:
-    """User + system CPU time of a process (Linux ``/proc``; None elsewhere)."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-    except OSError:
-        return None
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def load() -> str:

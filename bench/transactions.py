@@ -34,13 +34,13 @@ from typing import Any
 
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
+from proc_cpu import cpu_times  # bench/ is sys.path[0] when run as a script
 
 from txnchaos.harness.launch.local import LocalCluster
 
 RECORDS_PER_TXN = 10
 RECORD_BYTES = 100
 HOT_APIS = ("produce", "add_partitions_to_txn", "end_txn", "write_txn_markers")
-_CLK_TCK = os.sysconf("SC_CLK_TCK")
 _METRIC = re.compile(r'^txnchaos_(requests|request_seconds)_total\{api="(\w+)"\} (\S+)$')
 
 
@@ -74,9 +74,11 @@ class NodeInfo:
 
 
 def cpu_seconds(pid: int) -> tuple[float, float]:
-    """(user, system) CPU seconds of a process so far."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return int(fields[11]) / _CLK_TCK, int(fields[12]) / _CLK_TCK
+    """(user, system) CPU seconds of a process so far (this bench needs Linux ``/proc``)."""
+    times = cpu_times(pid)
+    if times is None:
+        raise SystemExit(f"cannot read /proc/{pid}/stat: bench/transactions.py needs Linux")
+    return times
 
 
 def request_totals(port: int) -> dict[str, tuple[float, float]]:
