@@ -50,6 +50,11 @@ JIT_MODES = ("quick", "full")
 ROWS_PER_PARTITION = 2_500_000
 MIN_PARALLEL_ROWS = 200_000
 MAX_LOCAL_PARTITIONS = 4
+#: rows of one window partition (a consumer's reads of one partition) a local session keeps
+#: in an in-memory array before it moves them into a spillable sorter: Spark's default of
+#: 4,096 sends every long stream through the sorter's copies (measured on a 10M-event history:
+#: the stream's window stage 14.5 -> 10.7 CPU-s); beyond this many rows it still spills
+WINDOW_ROWS_IN_MEMORY = 1_000_000
 
 
 def _is_local(master: str) -> bool:
@@ -144,6 +149,7 @@ def get_session(
             # CPU than the bytes it saves
             .config("spark.shuffle.compress", "false")
             .config("spark.shuffle.spill.compress", "false")
+            .config("spark.sql.windowExec.buffer.in.memory.threshold", str(WINDOW_ROWS_IN_MEMORY))
         )
     spark = b.getOrCreate()
     if _is_local(master):

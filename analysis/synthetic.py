@@ -751,9 +751,16 @@ class Synth:
                         return vals[-1]
         raise RuntimeError("no multi-record transaction in one partition")
 
-    def inject_ctp_duplicate_output(self) -> str:
-        """A second committed output for an input record already copied."""
-        out = next(o for o in self.ops if o["process"] == "copier0" and o["type"] == "send")
+    def inject_ctp_duplicate_output(self, source: str | None = None) -> str:
+        """A second committed output for an input record already copied (the first copied, or
+        the one whose value is ``source``)."""
+        out = next(
+            o
+            for o in self.ops
+            if o["process"] == "copier0"
+            and o["type"] == "send"
+            and source in (None, o["items"][0]["source"])
+        )
         src = out["items"][0]["source"]
         txn = max(j for (w, j) in self.txns if w == "copier0") + 1
         tp = (out["items"][0]["topic"], out["items"][0]["partition"])
@@ -785,6 +792,28 @@ class Synth:
             if r["time_ns"] == last_t and r["name"] == MetricName.TXNS_COMMITTED.value:
                 r["value"] += 1
         return src
+
+    def inject_ctp_output_ahead(self, duplicate: bool = False) -> str:
+        """The copier's last offset commit in a partition stops at (not past) the last input it
+        copied there, though that input's output committed; with ``duplicate`` that input also
+        gets a second output (one input, two anomaly kinds)."""
+        commit = [o for o in self.ops if o["process"] == "copier0" and o["type"] == "send_offsets"]
+        item = commit[-1]["items"][0]
+        tp = (item["topic"], item["partition"])
+        last = max(
+            (
+                it
+                for o in self.ops
+                if o["process"] == "copier0" and o["type"] == "poll"
+                for it in o["items"]
+                if (it["topic"], it["partition"]) == tp and it["offset"] < item["offset"]
+            ),
+            key=lambda it: it["offset"],
+        )
+        item["offset"] = last["offset"]
+        if duplicate:
+            self.inject_ctp_duplicate_output(last["value"])
+        return str(last["value"])
 
     def inject_ctp_missing_output(self) -> str:
         out = next(o for o in self.ops if o["process"] == "copier0" and o["type"] == "send")

@@ -76,15 +76,16 @@ class CheckOutput:
 def anomalies(
     df: DataFrame,
     checker: str,
-    kind: str,
+    kind: str | Column,
     time: Column,
     evidence: dict[str, Column],
     weight: Column | None = None,
 ) -> DataFrame:
-    """Project ``df`` onto the anomaly row shape."""
+    """Project ``df`` onto the anomaly row shape (``kind``: a name, or a column naming each
+    row's kind, for one frame that yields several kinds)."""
     return df.select(
         F.lit(checker).alias("checker"),
-        F.lit(kind).alias("kind"),
+        (F.lit(kind) if isinstance(kind, str) else kind).alias("kind"),
         time.cast("long").alias("time_ns"),
         (weight if weight is not None else F.lit(1)).cast("long").alias("weight"),
         F.to_json(F.struct(*[c.alias(n) for n, c in evidence.items()])).alias("evidence"),

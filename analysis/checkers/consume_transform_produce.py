@@ -30,11 +30,9 @@ def _outputs(proj: Any, sources: list[str] | None = None) -> DataFrame:
     if sources is not None:
         cond = cond & F.col("source").isin(sources)
     sends = h.filter(cond).select("value", "process", "op_id", "group_id", "source")
-    sends = sends.select(
+    sends = proj.with_ranks(sends, tp=False).select(
         "value",
-        (
-            F.shiftleft(proj.proc_rank(F.col("process")).cast("long"), OP_BITS) + F.col("op_id")
-        ).alias("wkey"),
+        (F.shiftleft(F.col("_proc_rank").cast("long"), OP_BITS) + F.col("op_id")).alias("wkey"),
         F.col("group_id").alias("o_group"),
         F.col("source").alias("o_source"),
     )
@@ -123,15 +121,15 @@ def check(ctx: CheckContext) -> CheckOutput:
         "outputs_first_last": F.lit(LATER),
     }
     below = F.col("offset") < F.col("committed_pos")
-    out.frames.append(
-        anomalies(j.filter(below & (F.col("n_out") == 0)), NAME, "missing_output", F.col("t"), ev)
-    )
-    out.frames.append(
-        anomalies(j.filter(F.col("n_out") > 1), NAME, "duplicate_output", F.col("t"), ev)
-    )
-    out.frames.append(
-        anomalies(
-            j.filter(~below & (F.col("n_out") > 0)), NAME, "output_ahead_of_offsets", F.col("t"), ev
-        )
-    )
+    conditions = {
+        "missing_output": below & (F.col("n_out") == 0),
+        "duplicate_output": F.col("n_out") > 1,
+        "output_ahead_of_offsets": ~below & (F.col("n_out") > 0),
+    }
+    # one frame for the three kinds (a row can be two: a duplicate output ahead of the
+    # offsets), so the join above runs once, not once per kind
+    kinds = F.array_compact(F.array(*(F.when(c, F.lit(k)) for k, c in conditions.items())))
+    j = j.select("*", kinds.alias("_kinds")).filter(F.size("_kinds") > 0)
+    j = j.select("*", F.explode("_kinds").alias("_kind"))
+    out.frames.append(anomalies(j, NAME, F.col("_kind"), F.col("t"), ev))
     return out

@@ -42,6 +42,10 @@ def test_clean_history_is_valid(spark: SparkSession, tmp_path: Path) -> None:
     assert v.stats["transactions"]["committed"] > 0
 
 
+def _inject_ctp_output_ahead_and_duplicate(synth: Synth) -> str:
+    return synth.inject_ctp_output_ahead(duplicate=True)
+
+
 # (injection, checker, expected non-zero counts of that checker)
 CASES: list[tuple[Callable[[Synth], str], str, dict[str, int]]] = [
     (Synth.inject_aborted_read, "aborted_read", {"aborted_read": 1}),
@@ -57,6 +61,13 @@ CASES: list[tuple[Callable[[Synth], str], str, dict[str, int]]] = [
     (Synth.inject_torn_transaction, "torn_transaction", {"torn_transaction": 1}),
     (Synth.inject_ctp_duplicate_output, "consume_transform_produce", {"duplicate_output": 1}),
     (Synth.inject_ctp_missing_output, "consume_transform_produce", {"missing_output": 1}),
+    (Synth.inject_ctp_output_ahead, "consume_transform_produce", {"output_ahead_of_offsets": 1}),
+    # one input, two kinds: its output is ahead of the group's offsets and it has two outputs
+    (
+        _inject_ctp_output_ahead_and_duplicate,
+        "consume_transform_produce",
+        {"output_ahead_of_offsets": 1, "duplicate_output": 1},
+    ),
     (Synth.inject_indeterminate_partial, "indeterminate_commit", {"partly_visible": 1}),
     # an open transaction nobody's coordinator knows: LSO lag at the end and a mismatch
     (
