@@ -22,7 +22,12 @@ connection setup included), a figure that depends little on what else runs.
 Produce throughput is timed from after the first record is acknowledged: before it,
 the client connects, fetches metadata and gets its producer id (about half a second,
 either way), which would otherwise be most of a round and dilute the difference the
-proxy makes. Consume throughput is timed from the first record received.
+proxy makes. Consume throughput is timed from the first record received. The consumer
+sets ``fetch.queue.backoff.ms`` to 10: with librdkafka's default (1000), once its
+prefetch queue holds ``queued.min.messages`` (100000, half of a default round) it stops
+fetching for up to a second, an idle stall unrelated to the network path that hits
+whichever side fetches faster (mostly direct) at random and made single rounds 3-5x
+slower; the queue limits themselves are unchanged.
 
     python bench/proxy_overhead.py                       # echo
     python bench/proxy_overhead.py --bootstrap 127.0.0.1:9092
@@ -199,6 +204,7 @@ def kafka_round(bootstrap: str, topic: str, messages: int, size: int) -> tuple[f
             "auto.offset.reset": "earliest",
             "enable.auto.commit": False,
             "fetch.max.bytes": 16 * 1024 * 1024,
+            "fetch.queue.backoff.ms": 10,  # no 1 s stall when the prefetch queue is full
         }
     )
     consumer.subscribe([topic])
