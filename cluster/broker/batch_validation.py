@@ -53,26 +53,26 @@ def validate_client_batch(records: bytes | bytearray | memoryview, config: LogCo
     if n < HEADER_SIZE:
         return _fail(CORRUPT_MESSAGE, f"record batch truncated: {n} bytes")
     header = parse_header(records)
+    size = header.size
     if header.batch_length < MIN_BATCH_LENGTH:
         return _fail(CORRUPT_MESSAGE, f"record batch length {header.batch_length} too small")
-    if header.size > n:
-        return _fail(CORRUPT_MESSAGE, f"record batch truncated: {n} of {header.size} bytes")
-    if header.size < n:
+    if size > n:
+        return _fail(CORRUPT_MESSAGE, f"record batch truncated: {n} of {size} bytes")
+    if size < n:
         return _fail(INVALID_RECORD, "produce request must contain exactly one record batch")
     if header.base_offset != 0:
         return _fail(
             INVALID_RECORD, f"base offset of a produced batch must be 0, not {header.base_offset}"
         )
-    if header.size > config.max_message_bytes:
+    if size > config.max_message_bytes:
         return _fail(
             MESSAGE_TOO_LARGE,
-            f"record batch of {header.size} bytes exceeds max.message.bytes "
-            f"{config.max_message_bytes}",
+            f"record batch of {size} bytes exceeds max.message.bytes {config.max_message_bytes}",
         )
-    if header.size > config.segment_bytes:
+    if size > config.segment_bytes:
         return _fail(
             RECORD_LIST_TOO_LARGE,
-            f"record batch of {header.size} bytes exceeds segment.bytes {config.segment_bytes}",
+            f"record batch of {size} bytes exceeds segment.bytes {config.segment_bytes}",
         )
     if not crc_ok(records, 0, header):
         return _fail(CORRUPT_MESSAGE, "record batch CRC mismatch")

@@ -21,6 +21,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from ..protocol.record_batch import (
     BatchHeader,
@@ -72,6 +73,16 @@ def _next_offset(records: bytes) -> int:
 
 class TopicIdMismatch(Exception):
     """The directory belongs to another incarnation of the topic (or is unreadable)."""
+
+
+class TxnMarker(NamedTuple):
+    """One transaction marker to write (the fields of a WriteTxnMarkers marker)."""
+
+    producer_id: int
+    producer_epoch: int
+    coordinator_epoch: int
+    commit: bool
+    transaction_version: int = 0
 
 
 @dataclass(slots=True)
@@ -274,30 +285,89 @@ class Partition:
         The marker is written even if the producer has no open transaction here (as
         Kafka does); it then completes nothing and leaves the LSO as it is.
         """
-        verdict = self.producer_state.validate_marker(
-            producer_id, producer_epoch, coordinator_epoch, transaction_version
+        marker = TxnMarker(
+            producer_id, producer_epoch, coordinator_epoch, commit, transaction_version
         )
-        if verdict.error_code != NONE:
-            return verdict.error_code
-        base = self.log.log_end_offset
+        return self.write_txn_markers([marker])[0]
+
+    def write_txn_markers(self, markers: list[TxnMarker]) -> list[int]:
+        """``write_txn_marker`` for several markers in order (one error code each), the
+        markers of different producers written to the log together.
+
+        One WriteTxnMarkers request carries the markers of several transactions (one
+        per producer id), often for the same partitions: appending a partition's
+        markers in one write instead of one each saves a system call per marker. The
+        outcome is that of writing them one after the other: a producer's marker is
+        validated against its own state only, which the markers of other producers do
+        not change, and the markers are applied to the producer state in order after
+        the write (a second marker of the same producer starts a new group).
+        """
+        codes = [NONE] * len(markers)
+        group: list[int] = []
+        pids: set[int] = set()
+        for i, m in enumerate(markers):
+            if m.producer_id in pids:
+                self._append_markers(markers, group, codes)
+                group, pids = [], set()
+            verdict = self.producer_state.validate_marker(
+                m.producer_id, m.producer_epoch, m.coordinator_epoch, m.transaction_version
+            )
+            if verdict.error_code != NONE:
+                codes[i] = verdict.error_code
+                continue
+            group.append(i)
+            pids.add(m.producer_id)
+        self._append_markers(markers, group, codes)
+        return codes
+
+    def _append_markers(self, markers: list[TxnMarker], group: list[int], codes: list[int]) -> None:
+        """Append the validated markers ``markers[i] for i in group`` and apply each to
+        the producer state: in one write when the active segment takes them all, else
+        one by one (as ``write_txn_marker`` did)."""
+        if not group:
+            return
         now_ms = int(self._clock() * 1000)
-        marker = build_control_batch(
-            producer_id,
-            producer_epoch,
-            coordinator_epoch,
-            commit,
+        if len(group) > 1:
+            base = self.log.log_end_offset
+            batches = [
+                self._marker_batch(markers[i], now_ms, base + k) for k, i in enumerate(group)
+            ]
+            headers = [parse_header(batch) for batch in batches]
+            try:
+                together = self.log.append_parsed_together(batches, headers)
+            except OSError:
+                for i in group:
+                    codes[i] = KAFKA_STORAGE_ERROR
+                return
+            if together:
+                for i, written in zip(group, headers, strict=True):
+                    codes[i] = self._apply_written_marker(markers[i], written, now_ms)
+                return
+        for i in group:
+            batch = self._marker_batch(markers[i], now_ms, self.log.log_end_offset)
+            written = parse_header(batch)
+            try:
+                self.log.append_parsed(batch, written)
+            except OSError:
+                codes[i] = KAFKA_STORAGE_ERROR
+                continue
+            codes[i] = self._apply_written_marker(markers[i], written, now_ms)
+
+    def _marker_batch(self, m: TxnMarker, now_ms: int, offset: int) -> bytes:
+        return build_control_batch(
+            m.producer_id,
+            m.producer_epoch,
+            m.coordinator_epoch,
+            m.commit,
             now_ms,
-            base_offset=base,
+            base_offset=offset,
             partition_leader_epoch=self.leader_epoch,
         )
-        written = parse_header(marker)
-        try:
-            self.log.append_parsed(marker, written)
-        except OSError:
-            return KAFKA_STORAGE_ERROR
+
+    def _apply_written_marker(self, m: TxnMarker, written: BatchHeader, now_ms: int) -> int:
         seg = self.log.segment_for(written.base_offset)
         try:
-            self._apply_marker(seg, written, commit, coordinator_epoch, now_ms, replay=False)
+            self._apply_marker(seg, written, m.commit, m.coordinator_epoch, now_ms, replay=False)
         except OSError:
             # The marker is in the log; the entry is restored by the replay on the
             # next open. Producer state was completed before the index append failed.

@@ -155,6 +155,10 @@ class Validation:
         return self.error_code == NONE and self.duplicate is None
 
 
+_VALID = Validation()
+"""The (immutable) answer for a batch or marker that passes: shared, not rebuilt."""
+
+
 @dataclass(frozen=True, slots=True)
 class CompletedTxn:
     producer_id: int
@@ -219,7 +223,7 @@ class ProducerStateManager:
         """Check a data batch from a client against the producer's state."""
         pid = header.producer_id
         if not header.has_producer_id:
-            return Validation()
+            return _VALID
         epoch, first_seq = header.producer_epoch, header.base_sequence
         entry = self.producers.get(pid)
         if entry is not None:
@@ -260,7 +264,7 @@ class ProducerStateManager:
                 f"non-transactional batch from producer {pid}, which has an open "
                 f"transaction since offset {entry.current_txn_first_offset}",
             )
-        return Validation()
+        return _VALID
 
     def validate_marker(
         self,
@@ -296,7 +300,7 @@ class ProducerStateManager:
                 f"coordinator epoch {coordinator_epoch} of the marker for producer "
                 f"{producer_id} is older than {entry.coordinator_epoch} (zombie coordinator)",
             )
-        return Validation()
+        return _VALID
 
     # -- updates (after the batch is in the log; no validation) ----------------------
     def append_data_batch(self, header: BatchHeader, first_offset: int, last_offset: int) -> None:

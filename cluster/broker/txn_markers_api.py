@@ -23,12 +23,13 @@ from kio.schema.errors import ErrorCode
 
 from ..protocol.hot_codecs import write_txn_markers_response
 from ..server.dispatch import ApiRegistry, RequestContext
-from .partition import Partition
+from .partition import Partition, TxnMarker
 from .partition_manager import PartitionManager
 
 log = logging.getLogger(__name__)
 
 GROUP_METADATA_TOPIC = "__consumer_offsets"
+NONE = 0
 
 GroupSink = Callable[[int, int, bool, list[int]], Awaitable[dict[int, int]]]
 """(producer_id, producer_epoch, commit, partition indexes) -> {partition: error code}."""
@@ -44,25 +45,67 @@ class WriteTxnMarkersApi:
 
     async def handle(self, ctx: RequestContext, request: Any) -> Any:
         markers: list[tuple[int, list[tuple[str, list[tuple[int, int]]]]]] = []
-        errors: list[int] = []
+        # The markers for partitions this node has, by partition, in request order:
+        # written partition by partition (a partition's markers in one write).
+        known: dict[tuple[str, int], list[tuple[TxnMarker, list[tuple[int, int]], int]]] = {}
+        # The others (group coordinator, partitions not known yet): may wait, go after.
+        later: list[tuple[Any, str, list[tuple[int, int]], list[tuple[int, int]]]] = []
         for marker in request.markers:
             topics: list[tuple[str, list[tuple[int, int]]]] = []
             for t in marker.topics:
                 indexes = [int(i) for i in t.partition_indexes]
-                if t.name == GROUP_METADATA_TOPIC:
-                    codes = await self._to_groups(marker, indexes)
-                    results = [(i, codes[i]) for i in indexes]
-                else:
-                    results = []
-                    for i in indexes:
-                        code = self._write_known(t.name, i, marker)
-                        if code is None:  # the partition is not known here yet
-                            code = await self._write(t.name, i, marker)
-                        results.append((i, code))
-                errors.extend(code for _, code in results if code)
+                results = [(i, NONE) for i in indexes]
                 topics.append((t.name, results))
+                if t.name == GROUP_METADATA_TOPIC or self.partitions is None:
+                    later.append((marker, t.name, list(enumerate(indexes)), results))
+                    continue
+                spec: TxnMarker | None = None
+                for pos, i in enumerate(indexes):
+                    if (t.name, i) not in self.partitions.partitions:
+                        later.append((marker, t.name, [(pos, i)], results))
+                        continue
+                    if spec is None:
+                        spec = _marker(marker)
+                    known.setdefault((t.name, i), []).append((spec, results, pos))
             markers.append((marker.producer_id, topics))
-        return ctx.encoded(write_txn_markers_response(ctx.api_version, markers), tuple(errors))
+        for tp, entries in known.items():
+            self._write_known(tp, entries)
+        for marker, name, slots, results in later:
+            await self._write_later(marker, name, slots, results)
+        errors = tuple(code for _, ts in markers for _, rs in ts for _, code in rs if code)
+        return ctx.encoded(write_txn_markers_response(ctx.api_version, markers), errors)
+
+    def _write_known(
+        self,
+        tp: tuple[str, int],
+        entries: list[tuple[TxnMarker, list[tuple[int, int]], int]],
+    ) -> None:
+        """Write the markers for a partition this node has, filling in their results."""
+        assert self.partitions is not None
+        partition = self.partitions.partitions[tp]
+        codes = partition.write_txn_markers([spec for spec, _, _ in entries])
+        for (_, results, pos), code in zip(entries, codes, strict=True):
+            results[pos] = (tp[1], code)
+        if any(code == NONE for code in codes):
+            self.partitions.notify(tp)
+
+    async def _write_later(
+        self,
+        marker: Any,
+        name: str,
+        slots: list[tuple[int, int]],
+        results: list[tuple[int, int]],
+    ) -> None:
+        """Markers that may wait: for ``__consumer_offsets`` partitions (the group
+        coordinator) and for partitions this node does not know yet (after a sync).
+        ``slots``: (position in ``results``, partition index)."""
+        if name == GROUP_METADATA_TOPIC:
+            codes = await self._to_groups(marker, [i for _, i in slots])
+            for pos, i in slots:
+                results[pos] = (i, codes[i])
+            return
+        for pos, i in slots:
+            results[pos] = (i, await self._write(name, i, marker))
 
     async def _to_groups(self, marker: Any, indexes: list[int]) -> dict[int, int]:
         if self.group_sink is None:
@@ -79,15 +122,6 @@ class WriteTxnMarkersApi:
             return {i: ErrorCode.unknown_server_error.value for i in indexes}
         return {i: int(result.get(i, ErrorCode.not_leader_or_follower.value)) for i in indexes}
 
-    def _write_known(self, topic: str, index: int, marker: Any) -> int | None:
-        """Write to a partition this node knows; None if it does not know it (yet)."""
-        if self.partitions is None:
-            return ErrorCode.not_leader_or_follower.value
-        partition = self.partitions.partitions.get((topic, index))
-        if partition is None:
-            return None
-        return self._write_to(partition, topic, index, marker)
-
     async def _write(self, topic: str, index: int, marker: Any) -> int:
         if self.partitions is None:
             return ErrorCode.not_leader_or_follower.value
@@ -101,13 +135,18 @@ class WriteTxnMarkersApi:
 
     def _write_to(self, partition: Partition, topic: str, index: int, marker: Any) -> int:
         assert self.partitions is not None
-        code = partition.write_txn_marker(
-            int(marker.producer_id),
-            int(marker.producer_epoch),
-            int(marker.coordinator_epoch),
-            bool(marker.transaction_result),
-            int(getattr(marker, "transaction_version", 0)),
-        )
+        code = partition.write_txn_markers([_marker(marker)])[0]
         if code == 0:
             self.partitions.notify((topic, index))
         return code
+
+
+def _marker(marker: Any) -> TxnMarker:
+    """A WriteTxnMarkers marker as the partition takes it."""
+    return TxnMarker(
+        int(marker.producer_id),
+        int(marker.producer_epoch),
+        int(marker.coordinator_epoch),
+        bool(marker.transaction_result),
+        int(getattr(marker, "transaction_version", 0)),
+    )

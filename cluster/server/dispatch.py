@@ -9,7 +9,7 @@ exactly what it implements.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from ..protocol.build import make
@@ -26,10 +26,12 @@ class RequestContext:
     client_id: str | None
     peer: str
     connection_id: int
-    response_cls: type = field(init=False)
 
-    def __post_init__(self) -> None:
-        self.response_cls = response_class(self.api_key, self.api_version)
+    @property
+    def response_cls(self) -> type:
+        """The kio response class of this request's API and version (looked up when
+        needed: hot handlers answer with ``encoded`` and never need it)."""
+        return response_class(self.api_key, self.api_version)
 
     def respond(self, data: dict[str, Any] | None = None, /, **fields: Any) -> Any:
         """Build this request's response (at the request's version) from plain values."""

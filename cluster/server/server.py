@@ -27,8 +27,9 @@ import collections
 import itertools
 import logging
 import struct
+import time
 from collections.abc import Callable, Coroutine
-from typing import Any, cast
+from typing import Any
 
 from kio.schema.errors import ErrorCode
 
@@ -48,6 +49,7 @@ from .eager import finish
 log = logging.getLogger(__name__)
 
 API_VERSIONS_KEY = 18
+_monotonic = time.monotonic
 _PREFIX = struct.Struct(">hhi")
 
 MAX_QUEUED_FRAMES = 16
@@ -355,8 +357,7 @@ class KafkaServer:
         handler waits on a future (the connection is told when it is done); or a task
         finishing a handler that waits otherwise. Raises ProtocolError or
         CloseConnection to close the connection."""
-        loop = asyncio.get_running_loop()
-        started = loop.time()
+        started = _monotonic()  # what loop.time() returns, without two calls
         if len(frame) < _PREFIX.size:
             read_prefix(frame)  # raises the ProtocolError
         api_key, api_version, correlation_id = _PREFIX.unpack_from(frame, 0)
@@ -383,7 +384,7 @@ class KafkaServer:
             peer=conn.peer,
             connection_id=conn.conn_id,
         )
-        coro = cast(Coroutine[Any, Any, Any], spec.handler(ctx, request))
+        coro: Coroutine[Any, Any, Any] = spec.handler(ctx, request)  # type: ignore[assignment]
         try:
             yielded = coro.send(None)
         except StopIteration as stop:
@@ -436,7 +437,7 @@ class KafkaServer:
         bytes_out: int,
     ) -> None:
         if self.observer is not None:
-            elapsed = asyncio.get_running_loop().time() - started
+            elapsed = _monotonic() - started
             self.observer(api_key, api_version, response, elapsed, bytes_in + 4, bytes_out)
 
     def api_version_ranges(self) -> list[dict[str, int]]:

@@ -16,7 +16,6 @@ import shutil
 import time
 from bisect import bisect_right
 from collections.abc import Callable, Iterator
-from dataclasses import replace
 from pathlib import Path
 
 from ..protocol.record_batch import (
@@ -177,7 +176,7 @@ class PartitionLog:
             )
         if header.base_offset != base_offset:
             batch = with_base_offset(batch, base_offset)
-            header = replace(header, base_offset=base_offset)
+            header = header._replace(base_offset=base_offset)
         seg = self.active_segment
         if self._should_roll(seg, header):
             seg = self.roll(base_offset)
@@ -188,15 +187,49 @@ class PartitionLog:
         """``append`` for a caller that parsed ``header`` from ``batch`` itself and
         assigned it the log end offset (the broker's produce and marker paths), so
         nothing is parsed or checked twice."""
-        if header.base_offset != self.log_end_offset or header.size != len(batch):
+        seg = self._segments[-1]  # the active segment
+        if header.base_offset != seg.next_offset or header.size != len(batch):
             raise ValueError(
                 f"batch at {header.base_offset} ({header.size} bytes) does not go at the log "
                 f"end offset {self.log_end_offset} ({len(batch)} bytes given)"
             )
-        seg = self.active_segment
         if self._should_roll(seg, header):
             seg = self.roll(header.base_offset)
         seg.append(batch, header)
+
+    def append_parsed_together(
+        self, batches: list[bytes | bytearray], headers: list[BatchHeader]
+    ) -> bool:
+        """``append_parsed`` for consecutive batches (each header's base offset is the
+        previous one's next offset) in one write, when they all go into the active
+        segment without a roll. False, appending nothing, when they do not: the caller
+        then appends them one by one (so segments roll exactly where they would)."""
+        seg = self._segments[-1]
+        first, last = headers[0], headers[-1]
+        total = 0
+        expected = seg.next_offset
+        for batch, header in zip(batches, headers, strict=True):
+            if header.base_offset != expected or header.size != len(batch):
+                raise ValueError(
+                    f"batch at {header.base_offset} ({header.size} bytes) does not go at "
+                    f"offset {expected} ({len(batch)} bytes given)"
+                )
+            expected = header.next_offset
+            total += header.size
+        if self._should_roll(seg, first):
+            return False
+        if len(headers) > 1:
+            # Appended one by one, every batch after the first goes into a non-empty
+            # segment: none of them may cross a roll condition either.
+            if seg.size + total > self.config.segment_bytes:
+                return False
+            if last.last_offset - seg.base_offset > INT32_MAX:
+                return False
+            ms = self.config.segment_ms
+            if ms is not None and self._now_ms() - seg.created_ms >= ms:
+                return False
+        seg.append_together(batches, headers)
+        return True
 
     def _should_roll(self, seg: LogSegment, header: BatchHeader) -> bool:
         if header.last_offset - seg.base_offset > INT32_MAX:
@@ -229,7 +262,10 @@ class PartitionLog:
             raise OffsetOutOfRange(offset, self._log_start_offset, self.log_end_offset)
 
     def _segment_index(self, offset: int) -> int:
-        return max(bisect_right([s.base_offset for s in self._segments], offset) - 1, 0)
+        segments = self._segments
+        if offset >= segments[-1].base_offset:
+            return len(segments) - 1  # the active segment: appends, markers, tailing reads
+        return max(bisect_right([s.base_offset for s in segments], offset) - 1, 0)
 
     def read(
         self,

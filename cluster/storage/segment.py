@@ -18,6 +18,7 @@ from ..protocol.record_batch import (
     CURRENT_MAGIC,
     HEADER_SIZE,
     INT32_MAX,
+    LOG_OVERHEAD,
     BatchHeader,
     CorruptBatch,
     check_length,
@@ -127,19 +128,20 @@ class LogSegment:
     # -- loading and recovery ----------------------------------------------------
     def _track(self, pos: int, header: BatchHeader, write_index: bool) -> None:
         """Update end offset, max timestamp and the sparse indexes for a batch at ``pos``."""
+        base_offset = header.base_offset
         if header.max_timestamp > self.max_timestamp:
             self.max_timestamp = header.max_timestamp
-            self.offset_of_max_timestamp = header.base_offset
+            self.offset_of_max_timestamp = base_offset
         if self._bytes_since_index > self.index_interval_bytes:
             if write_index:
-                self.offset_index.append(header.base_offset, pos)
+                self.offset_index.append(base_offset, pos)
             else:
-                self.offset_index.keys.append(header.base_offset)
+                self.offset_index.keys.append(base_offset)
                 self.offset_index.values.append(pos)
             self._maybe_append_time_entry(write_index)
             self._bytes_since_index = 0
-        self._bytes_since_index += header.size
-        self.next_offset = header.next_offset
+        self._bytes_since_index += header.batch_length + LOG_OVERHEAD  # header.size
+        self.next_offset = base_offset + header.last_offset_delta + 1  # header.next_offset
 
     def _maybe_append_time_entry(self, write: bool) -> None:
         last = self.time_index.last
@@ -228,21 +230,40 @@ class LogSegment:
         return self.time_index.sane(self.next_offset)
 
     # -- writing -----------------------------------------------------------------
-    def append(self, data: bytes | bytearray | memoryview, header: BatchHeader) -> None:
-        """Write one offset-assigned batch at the end of the file, then index it."""
+    def append(
+        self, data: bytes | bytearray | memoryview, header: BatchHeader, *, track: bool = True
+    ) -> None:
+        """Write one offset-assigned batch at the end of the file, then index it
+        (``track=False``: the caller indexes what it wrote itself)."""
         pos = self.size
-        view = memoryview(data)
-        written = 0
+        fd = self.fd
+        length = len(data)
         try:
-            while written < len(view):
-                written += os.pwrite(self.fd, view[written:], pos + written)
+            written = os.pwrite(fd, data, pos)  # a batch is usually written whole
+            if written < length:
+                view = memoryview(data)
+                while written < length:
+                    written += os.pwrite(fd, view[written:], pos + written)
         except OSError:
             # Leave no torn bytes behind a failed write (e.g. disk full).
             with contextlib.suppress(OSError):
-                os.ftruncate(self.fd, pos)
+                os.ftruncate(fd, pos)
             raise
-        self.size = pos + len(view)
-        self._track(pos, header, write_index=True)
+        self.size = pos + length
+        if track:
+            self._track(pos, header, write_index=True)
+
+    def append_together(self, batches: list[bytes | bytearray], headers: list[BatchHeader]) -> None:
+        """``append`` for consecutive batches, in one write (then each is indexed at
+        its own position, as if appended alone)."""
+        if len(batches) == 1:
+            self.append(batches[0], headers[0])
+            return
+        pos = self.size
+        self.append(b"".join(batches), headers[0], track=False)
+        for header in headers:
+            self._track(pos, header, write_index=True)
+            pos += header.batch_length + LOG_OVERHEAD
 
     def on_inactive(self) -> None:
         """Record the final max timestamp so a reopened segment knows it without a scan."""

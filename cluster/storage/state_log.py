@@ -193,10 +193,9 @@ class StateLog:
         if self._fd is None:
             self._recover()
         assert self._fd is not None
-        view = memoryview(frame)
-        while view:
-            written = os.write(self._fd, view)
-            view = view[written:]
+        written = os.write(self._fd, frame)  # a small frame is written whole
+        if written < len(frame):
+            _write_all(self._fd, memoryview(frame)[written:])
         if self.fsync:
             os.fsync(self._fd)
         self._size += len(frame)
@@ -243,7 +242,7 @@ class StateLog:
             self._fd = None
 
 
-def _write_all(fd: int, data: bytes) -> int:
+def _write_all(fd: int, data: bytes | memoryview) -> int:
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view) :]

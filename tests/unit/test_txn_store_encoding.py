@@ -3,7 +3,6 @@ builder agree with the generic code they replace."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 
 from hypothesis import given, settings
@@ -51,15 +50,15 @@ def test_encode_transit_is_the_generic_json(transit: TxnTransit) -> None:
 def test_transit_builder_matches_replace_of_the_snapshot(
     current: TxnTransit, target: TxnState, now_ms: int
 ) -> None:
-    """``_transit`` builds what ``dataclasses.replace(snapshot(), ...)`` would: every
+    """``_transit`` builds what ``snapshot()._replace(...)`` would: every
     field of TxnTransit (a field added later included) comes from the metadata."""
     md = TransactionMetadata.restore("tx", current)
     if not is_legal(md.state, target) or (target != TxnState.DEAD and md.producer_epoch < 0):
         return
     changes = {"txn_last_update_ms": now_ms}
-    expected = dataclasses.replace(md.snapshot(), state=target, **changes)
+    expected = md.snapshot()._replace(state=target, **changes)
     assert md._transit(target, **changes) == expected
-    with_partitions = dataclasses.replace(expected, partitions=frozenset({("t", 1)}))
+    with_partitions = expected._replace(partitions=frozenset({("t", 1)}))
     assert (
         md._transit(target, partitions=frozenset({("t", 1)}), txn_last_update_ms=now_ms)
         == with_partitions

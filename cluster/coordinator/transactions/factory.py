@@ -16,8 +16,8 @@ def view_partition_exists(view: Callable[[], ClusterView]) -> Callable[[str, int
     """``partition_exists`` from the cluster view (for AddPartitionsToTxn)."""
 
     def exists(topic: str, partition: int) -> bool:
-        meta = view().topic(topic)
-        return meta is not None and 0 <= partition < meta.num_partitions
+        meta = view().topics.get(topic)  # (ClusterView.topic, inlined: once per partition)
+        return meta is not None and 0 <= partition < len(meta.leaders)
 
     return exists
 

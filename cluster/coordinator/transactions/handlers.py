@@ -60,18 +60,22 @@ def partition_results(
     """
     wanted: dict[str, list[int]] = {}
     for name, parts in topics:
-        bucket = wanted.setdefault(name, [])
+        bucket = wanted.get(name)
+        if bucket is None:
+            wanted[name] = list(dict.fromkeys(parts))  # in order, without repeats
+            continue
         for p in parts:
             if p not in bucket:
                 bucket.append(p)
-    unknown = {
+    unknown = [
         (name, p) for name, parts in wanted.items() for p in parts if not partition_exists(name, p)
-    }
+    ]
     if unknown:
+        missing = set(unknown)
         return {
             name: {
                 p: int(E.unknown_topic_or_partition)
-                if (name, p) in unknown
+                if (name, p) in missing
                 else int(E.operation_not_attempted)
                 for p in parts
             }
@@ -106,10 +110,9 @@ class TransactionApis:
             [(t.name, t.partitions) for t in req.v3_and_below_topics],
             ctx.api_version,
         )
-        body = add_partitions_to_txn_response(
-            ctx.api_version, [(name, list(parts.items())) for name, parts in results.items()]
-        )
-        errors = tuple(e for parts in results.values() for e in parts.values() if e)
+        topics = [(name, list(parts.items())) for name, parts in results.items()]
+        body = add_partitions_to_txn_response(ctx.api_version, topics)
+        errors = tuple(e for _, parts in topics for _, e in parts if e)
         return ctx.encoded(body, errors)
 
     async def add_offsets_to_txn(self, ctx: RequestContext, req: Any) -> Any:

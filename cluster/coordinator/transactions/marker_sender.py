@@ -383,20 +383,30 @@ class MarkerSender:
         chosen: dict[int, MarkerSpec] = {}
         batch = []
         for unit in units:
-            pid = unit.spec.producer_id
-            if chosen.setdefault(pid, unit.spec) == unit.spec:
+            spec = unit.spec
+            first = chosen.setdefault(spec.producer_id, spec)
+            if first is spec or first == spec:
                 batch.append(unit)
         return batch
 
     def _build_request(self, units: list[_Unit]) -> Any:
-        by_spec: dict[MarkerSpec, dict[str, list[int]]] = {}
+        """One WriteTxnMarkers request for a batch of ``_one_marker_per_producer``
+        (so the units of one producer id share one spec)."""
+        by_pid: dict[int, tuple[MarkerSpec, dict[str, list[int]]]] = {}
         for unit in units:
-            topics = by_spec.setdefault(unit.spec, {})
-            topics.setdefault(unit.tp[0], []).append(unit.tp[1])
+            entry = by_pid.get(unit.spec.producer_id)
+            if entry is None:
+                entry = by_pid[unit.spec.producer_id] = (unit.spec, {})
+            topic, partition = unit.tp
+            parts = entry[1].get(topic)
+            if parts is None:
+                entry[1][topic] = [partition]
+            else:
+                parts.append(partition)
         request_cls, marker_cls, topic_cls = _marker_classes(MARKER_VERSION)
         with_tv = MARKER_VERSION >= 2
         markers = []
-        for spec, topics in by_spec.items():
+        for spec, topics in by_pid.values():
             fields: dict[str, Any] = {
                 "producer_id": spec.producer_id,
                 "producer_epoch": spec.producer_epoch,

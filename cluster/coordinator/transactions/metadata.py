@@ -16,10 +16,9 @@ Fields reserved for later work (stored and replayed, not acted on yet):
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from .state import TxnState, check_transition
 
@@ -37,9 +36,12 @@ def is_epoch_exhausted(epoch: int) -> bool:
     return epoch >= MAX_EPOCH - 1
 
 
-@dataclass(frozen=True, slots=True)
-class TxnTransit:
-    """The complete target of one state change: persisted first, then applied."""
+class TxnTransit(NamedTuple):
+    """The complete target of one state change: persisted first, then applied.
+
+    Immutable; a named tuple rather than a frozen dataclass because three are built
+    per transaction and a frozen dataclass's ``__init__`` sets each of the 13 fields
+    with ``object.__setattr__`` (change one with ``_replace``)."""
 
     state: TxnState
     producer_id: int
@@ -188,26 +190,28 @@ class TransactionMetadata:
         check_transition(self.state, target, self.transactional_id)
         if target != S.DEAD and changes.get("producer_epoch", self.producer_epoch) < 0:
             raise ValueError(f"illegal producer epoch for {target.value}: {changes}")
-        # snapshot() + dataclasses.replace, without building the transit twice
-        # (this runs three times per transaction).
-        values: dict[str, Any] = {
-            "state": target,
-            "producer_id": self.producer_id,
-            "last_producer_id": self.last_producer_id,
-            "producer_epoch": self.producer_epoch,
-            "last_producer_epoch": self.last_producer_epoch,
-            "txn_timeout_ms": self.txn_timeout_ms,
-            "txn_start_ms": self.txn_start_ms,
-            "txn_last_update_ms": self.txn_last_update_ms,
-            "client_transaction_version": self.client_transaction_version,
-            "next_producer_id": self.next_producer_id,
-            "next_producer_epoch": self.next_producer_epoch,
-            "two_phase_commit": self.two_phase_commit,
-        }
-        values.update(changes)
-        if "partitions" not in values:
-            values["partitions"] = frozenset(self.partitions)
-        return TxnTransit(**values)
+        # snapshot()._replace(...), without building the transit twice or a
+        # dict of its fields (this runs three times per transaction).
+        pop = changes.pop
+        partitions = pop("partitions", None)
+        transit = TxnTransit(
+            target,
+            pop("producer_id", self.producer_id),
+            pop("last_producer_id", self.last_producer_id),
+            pop("producer_epoch", self.producer_epoch),
+            pop("last_producer_epoch", self.last_producer_epoch),
+            pop("txn_timeout_ms", self.txn_timeout_ms),
+            frozenset(self.partitions) if partitions is None else partitions,
+            pop("txn_start_ms", self.txn_start_ms),
+            pop("txn_last_update_ms", self.txn_last_update_ms),
+            pop("client_transaction_version", self.client_transaction_version),
+            pop("next_producer_id", self.next_producer_id),
+            pop("next_producer_epoch", self.next_producer_epoch),
+            pop("two_phase_commit", self.two_phase_commit),
+        )
+        if changes:
+            raise TypeError(f"unknown transit fields: {sorted(changes)}")
+        return transit
 
     def prepare_increment_epoch(
         self, new_timeout_ms: int, expected_epoch: int | None, now_ms: int
@@ -286,8 +290,7 @@ class TransactionMetadata:
         check_transition(S.PREPARE_EPOCH_FENCE, S.PREPARE_ABORT, self.transactional_id)
         if self.producer_epoch >= MAX_EPOCH:
             raise RuntimeError(f"cannot fence producer id {self.producer_id} at epoch MAX")
-        return dataclasses.replace(
-            self.snapshot(),
+        return self.snapshot()._replace(
             state=S.PREPARE_ABORT,
             producer_epoch=self.producer_epoch + 1,
             last_producer_epoch=NO_PRODUCER_EPOCH,

@@ -35,6 +35,11 @@ class TxnState(enum.Enum):
     DEAD = "Dead"
     PREPARE_EPOCH_FENCE = "PrepareEpochFence"
 
+    # Members are singletons compared by identity, so the identity hash is consistent
+    # with equality; Enum's own __hash__ (hash of the name) is a Python call, and the
+    # transition table and state sets hash a state a dozen times per transaction.
+    __hash__ = object.__hash__
+
     @property
     def id(self) -> int:
         """Kafka's byte id of the state (TransactionLogValue.TransactionStatus)."""

@@ -48,10 +48,25 @@ def txn_record(transactional_id: str, transit: TxnTransit) -> Record:
 _json_str = json.encoder.encode_basestring  # the C encoder, as ensure_ascii=False uses
 
 
+_PARTITIONS: dict[frozenset[tuple[str, int]], str] = {}
+
+
+def _partitions_json(partitions: frozenset[tuple[str, int]]) -> str:
+    """The JSON of a partition set (without the brackets); a producer adds the same
+    partitions transaction after transaction, so the encodings are cached."""
+    cached = _PARTITIONS.get(partitions)
+    if cached is None:
+        cached = ",".join(f"[{_json_str(topic)},{int(p)}]" for topic, p in sorted(partitions))
+        if len(_PARTITIONS) >= 4096:
+            _PARTITIONS.clear()  # a cache: bound it
+        _PARTITIONS[partitions] = cached
+    return cached
+
+
 def encode_transit(t: TxnTransit) -> bytes:
     """``_dumps(t.to_json())``, written directly (three of these per transaction; the
     generic encoder costs several times more). The unit tests hold them equal."""
-    partitions = ",".join(f"[{_json_str(topic)},{int(p)}]" for topic, p in sorted(t.partitions))
+    partitions = _partitions_json(t.partitions) if t.partitions else ""
     return (
         f'{{"state":{_json_str(t.state.value)},"pid":{int(t.producer_id)},'
         f'"last_pid":{int(t.last_producer_id)},"epoch":{int(t.producer_epoch)},'
