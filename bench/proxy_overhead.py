@@ -257,9 +257,18 @@ def bench_kafka(args: argparse.Namespace) -> dict[str, Any]:
         for k, what in enumerate(("produce", "consume")):
             for label in ("direct", "proxy"):
                 out[f"{label}_{what}"] = max(r[label][k] for r in rounds)
-            out[f"median_ratio_{what}"] = statistics.median(
-                r["proxy"][k] / max(r["direct"][k], 1e-9) for r in rounds
+            ratios = [r["proxy"][k] / max(r["direct"][k], 1e-9) for r in rounds]
+            out[f"median_ratio_{what}"] = statistics.median(ratios)
+            # quartiles of the round ratios: how far apart identical rounds land
+            out[f"quartiles_{what}"] = (
+                statistics.quantiles(ratios, n=4) if len(ratios) > 1 else [ratios[0]] * 3
             )
+            # every round moves the same bytes: the rate over all rounds together is the
+            # harmonic mean of the round rates (total bytes / total time)
+            for label in ("direct", "proxy"):
+                out[f"{label}_{what}_all"] = statistics.harmonic_mean(
+                    [max(r[label][k], 1e-9) for r in rounds]
+                )
         if cpu_seconds(proxy.pid) is not None:
             forwarded = 2 * args.rounds * args.messages * args.message_size / 1e6  # MB
             out["proxy_cpu_us_per_MB"] = proxy_cpu / forwarded * 1e6
@@ -292,12 +301,16 @@ def main() -> None:
         print(
             f"produce: direct {r['direct_produce']:.1f} MB/s, proxy {r['proxy_produce']:.1f} MB/s,"
             f" ratio {r['proxy_produce'] / r['direct_produce']:.1%}"
-            f" (median of round ratios {r['median_ratio_produce']:.1%})"
+            f" (median of round ratios {r['median_ratio_produce']:.1%},"
+            f" quartiles {' / '.join(f'{q:.0%}' for q in r['quartiles_produce'])};"
+            f" all rounds together {r['proxy_produce_all'] / r['direct_produce_all']:.1%})"
         )
         print(
             f"consume: direct {r['direct_consume']:.1f} MB/s, proxy {r['proxy_consume']:.1f} MB/s,"
             f" ratio {r['proxy_consume'] / max(r['direct_consume'], 1e-9):.1%}"
-            f" (median of round ratios {r['median_ratio_consume']:.1%})"
+            f" (median of round ratios {r['median_ratio_consume']:.1%},"
+            f" quartiles {' / '.join(f'{q:.0%}' for q in r['quartiles_consume'])};"
+            f" all rounds together {r['proxy_consume_all'] / r['direct_consume_all']:.1%})"
         )
         if "proxy_cpu_us_per_MB" in r:
             print(f"proxy process CPU: {r['proxy_cpu_us_per_MB']:.0f} us per MB forwarded")
