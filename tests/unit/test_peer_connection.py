@@ -5,6 +5,8 @@ connections. The marker sender over it, with a flush that waits for callback sen
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 from tests.unit.test_txn_support import async_test
@@ -72,13 +74,24 @@ class Answers:
             await asyncio.wait_for(self.changed.wait(), LIMIT)
 
 
-@async_test
-async def test_request_and_request_nowait_share_the_connection() -> None:
+@asynccontextmanager
+async def connected_to_peer() -> AsyncIterator[tuple[Peer, PeerConnection, Answers]]:
+    """A started Peer, a PeerConnection to it (not yet connected) and an answer sink; on exit
+    held requests are released, the connection closed and the server stopped."""
     peer = Peer()
     port = await peer.server.start()
     conn = PeerConnection("127.0.0.1", port, client_id="t")
-    answers = Answers()
     try:
+        yield peer, conn, Answers()
+    finally:
+        peer.never.set()
+        await conn.close()
+        await peer.server.stop()
+
+
+@async_test
+async def test_request_and_request_nowait_share_the_connection() -> None:
+    async with connected_to_peer() as (_, conn, answers):
         assert not conn.request_nowait(end_txn(1), LIMIT, answers)  # not connected yet
         assert int((await conn.request(end_txn(2), timeout=LIMIT)).error_code) == 2
         for code in (3, 4, 5):
@@ -88,18 +101,11 @@ async def test_request_and_request_nowait_share_the_connection() -> None:
         assert [int(r.error_code) for r, e in answers.got] == [3, 4, 5]
         assert all(e is None for _, e in answers.got)
         assert int(reply.error_code) == 6
-    finally:
-        await conn.close()
-        await peer.server.stop()
 
 
 @async_test
 async def test_request_nowait_times_out_and_closes_the_connection() -> None:
-    peer = Peer()
-    port = await peer.server.start()
-    conn = PeerConnection("127.0.0.1", port, client_id="t")
-    answers = Answers()
-    try:
+    async with connected_to_peer() as (_, conn, answers):
         await conn.request(end_txn(1), timeout=LIMIT)
         assert conn.request_nowait(end_txn(99), 0.05, answers)  # never answered
         await answers.wait_for(1)
@@ -109,27 +115,16 @@ async def test_request_nowait_times_out_and_closes_the_connection() -> None:
         assert not conn.connected
         # the next request connects again
         assert int((await conn.request(end_txn(7), timeout=LIMIT)).error_code) == 7
-    finally:
-        peer.never.set()
-        await conn.close()
-        await peer.server.stop()
 
 
 @async_test
 async def test_a_lost_connection_fails_the_callbacks() -> None:
-    peer = Peer()
-    port = await peer.server.start()
-    conn = PeerConnection("127.0.0.1", port, client_id="t")
-    answers = Answers()
-    try:
+    async with connected_to_peer() as (peer, conn, answers):
         await conn.request(end_txn(1), timeout=LIMIT)
         assert conn.request_nowait(end_txn(99), LIMIT, answers)
         await peer.server.stop()  # closes every connection
         await answers.wait_for(1)
         assert isinstance(answers.got[0][1], PeerUnavailable)
-    finally:
-        peer.never.set()
-        await conn.close()
 
 
 @async_test
