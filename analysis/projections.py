@@ -37,6 +37,7 @@ topic has no place.
 from __future__ import annotations
 
 from functools import cached_property, reduce
+from typing import Any
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
@@ -82,13 +83,25 @@ def parse_value(value: Column) -> tuple[Column, Column, Column]:
 
 
 OTHER_CODE = 4  #: an outcome string other than ok/info/fail
+#: a non-transactional write's status from its own ack's outcome code
+PLAIN_STATUS = {
+    OUTCOME_CODES[Outcome.OK.value]: COMMITTED,
+    OUTCOME_CODES[Outcome.INFO.value]: INDETERMINATE,
+    FAIL_CODE: ABORTED,
+}
+
+
+def _case(col: Column, mapping: dict[Any, Any]) -> Column:
+    """``CASE col WHEN k THEN v ...`` for the items of ``mapping`` (null where none matches)."""
+    (k0, v0), *rest = mapping.items()
+    out = F.when(col == F.lit(k0), F.lit(v0))
+    for k, v in rest:
+        out = out.when(col == F.lit(k), F.lit(v))
+    return out
 
 
 def outcome_code(col: Column) -> Column:
-    out = F.when(col == F.lit(Outcome.OK.value), F.lit(OUTCOME_CODES[Outcome.OK.value]))
-    for name, c in list(OUTCOME_CODES.items())[1:]:
-        out = out.when(col == F.lit(name), F.lit(c))
-    return out.when(col.isNotNull(), F.lit(OTHER_CODE))
+    return _case(col, OUTCOME_CODES).when(col.isNotNull(), F.lit(OTHER_CODE))
 
 
 def obs_key(role: Column, proc_rank: Column, op_id: Column) -> Column:
@@ -112,6 +125,11 @@ def obs_op_id(key: Column) -> Column:
     return key.bitwiseAND(F.lit(OP_MASK))
 
 
+def pack_tp(topic_rank: Column, partition: Column) -> Column:
+    """topic_rank << 16 | partition: orders like (topic, partition)."""
+    return F.shiftleft(topic_rank.cast("long"), PARTITION_BITS).bitwiseOR(partition.cast("long"))
+
+
 def place_offset(place: Column) -> Column:
     return F.when(place.isNotNull(), place.bitwiseAND(F.lit(OP_MASK)))
 
@@ -124,17 +142,11 @@ STATUS_CODES = {COMMITTED: 1, ABORTED: 2, INDETERMINATE: 3, OPEN: 4}
 
 
 def _status_code(col: Column) -> Column:
-    out = F.when(col == F.lit(COMMITTED), F.lit(STATUS_CODES[COMMITTED]))
-    for name, c in list(STATUS_CODES.items())[1:]:
-        out = out.when(col == F.lit(name), F.lit(c))
-    return out
+    return _case(col, STATUS_CODES)
 
 
 def _status_name(code: Column) -> Column:
-    out = F.when(code == F.lit(STATUS_CODES[COMMITTED]), F.lit(COMMITTED))
-    for name, c in list(STATUS_CODES.items())[1:]:
-        out = out.when(code == F.lit(c), F.lit(name))
-    return out
+    return _case(code, {c: name for name, c in STATUS_CODES.items()})
 
 
 class Projections:
@@ -187,36 +199,24 @@ class Projections:
         """``df`` plus ``_proc_rank`` (of its ``process``) and, with ``tp``, ``_tp`` (the tp key
         of its ``topic`` and ``partition``, null where either is), by broadcast hash joins.
         For the millions of rows the projections key this way a hash probe per row is cheaper
-        than :meth:`proc_rank`'s linear search: measured over a 10M-row history with 217
-        processes and 14 topics, the two ranks added ~4 CPU-s to a scan by search and less than
-        the scan's own run-to-run noise by join."""
+        than a linear search of the sorted names (:meth:`tp_key`): measured over a 10M-row
+        history with 217 processes and 14 topics, the two ranks added ~4 CPU-s to a scan by
+        search and less than the scan's own run-to-run noise by join."""
         procs, topics = self._rank_tables
         df = df.join(F.broadcast(procs), F.col("process") == F.col("_proc_name"), "left")
         if not tp:
             return df.drop("_proc_name")
         df = df.join(F.broadcast(topics), F.col("topic") == F.col("_topic_name"), "left")
-        tp_key = F.when(
-            F.col("_topic_rank").isNotNull() & F.col("partition").isNotNull(),
-            F.shiftleft(F.col("_topic_rank").cast("long"), PARTITION_BITS).bitwiseOR(
-                F.col("partition").cast("long")
-            ),
-        )
+        rank, partition = F.col("_topic_rank"), F.col("partition")
+        tp_key = F.when(rank.isNotNull() & partition.isNotNull(), pack_tp(rank, partition))
         return df.select("*", tp_key.alias("_tp")).drop("_proc_name", "_topic_name", "_topic_rank")
 
-    def proc_rank(self, process: Column) -> Column:
-        """Rank of a process name in the sorted list (a linear search of a literal array: for
-        the bulk of the history :meth:`with_ranks` is cheaper)."""
-        names = F.array(*(F.lit(p) for p in self.proc_names or [""]))
-        return (F.array_position(names, process) - 1).cast("int")
-
     def tp_key(self, topic: Column, partition: Column) -> Column:
-        """topic_rank << 16 | partition: orders like (topic, partition)."""
+        """The tp key of (topic, partition), the topic's rank found by a linear search of a
+        literal array: for a few rows (for the bulk of the history :meth:`with_ranks`)."""
         names = F.array(*(F.lit(t) for t in self.topic_names or [""]))
         rank = F.array_position(names, topic) - 1
-        return F.when(
-            topic.isNotNull() & partition.isNotNull(),
-            F.shiftleft(rank, PARTITION_BITS).bitwiseOR(partition.cast("long")),
-        )
+        return F.when(topic.isNotNull() & partition.isNotNull(), pack_tp(rank, partition))
 
     def proc_name(self, rank: Column) -> Column:
         if not self.proc_names:
@@ -421,12 +421,7 @@ class Projections:
         writer, txn, parsed = parse_value(F.col("value"))
         w_proc = self.proc_name(F.shiftright(F.col("wkey"), OP_BITS))
         wout = F.col("w_outcome")
-        plain_status = (
-            F.when(wout == OUTCOME_CODES[Outcome.OK.value], F.lit(COMMITTED))
-            .when(wout == OUTCOME_CODES[Outcome.INFO.value], F.lit(INDETERMINATE))
-            .when(wout == FAIL_CODE, F.lit(ABORTED))
-            .otherwise(F.lit(UNKNOWN))
-        )
+        plain_status = _case(wout, PLAIN_STATUS).otherwise(F.lit(UNKNOWN))
         vtxn = F.when(parsed, txn).otherwise(F.col("w_txn"))
         status = (
             F.when(F.col("t_status").isNotNull(), _status_name(F.col("t_status")))
