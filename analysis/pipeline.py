@@ -273,11 +273,12 @@ def analyze(
     run = prepare_run(run_dir)
     timings["validate_s"] = time.perf_counter() - t0
     t = time.perf_counter()
-    spark = spark or get_session(master, history_rows=history_rows(run))
+    rows = history_rows(run)
+    spark = spark or get_session(master, history_rows=rows)
     timings["spark_start_s"] = time.perf_counter() - t
     t = time.perf_counter()
     data = load_run(spark, run)
-    tune_session(spark, run)
+    tune_session(spark, rows)
     try:
         with _job(spark, "summary"):
             summary = summarize(data.history)

@@ -157,11 +157,11 @@ def get_session(
     return spark
 
 
-def tune_session(spark: SparkSession, run: RunDir) -> None:
-    """Local sessions: shuffle partitions by history size (1 for small runs, at least one per
-    core once the work is worth splitting, up to ``MAX_LOCAL_PARTITIONS``): per-task overhead
-    dominates small histories."""
-    rows = history_rows(run)
+def tune_session(spark: SparkSession, rows: int | None) -> None:
+    """Local sessions: shuffle partitions by the history's ``rows`` (:func:`history_rows`;
+    None leaves them as they are): 1 for small runs, at least one per core once the work is
+    worth splitting, up to ``MAX_LOCAL_PARTITIONS``; per-task overhead dominates small
+    histories."""
     if not _is_local(spark.sparkContext.master) or rows is None:
         return
     n = max(1, min(MAX_LOCAL_PARTITIONS, -(-rows // ROWS_PER_PARTITION)))
