@@ -2,9 +2,20 @@
 
 from __future__ import annotations
 
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
 import pytest
 
-from txnchaos.analysis.spark import QUICK_JIT_ROWS, jit_mode, local_cores
+from txnchaos.analysis.spark import (
+    DRIVER_SIDE_CLASSES,
+    QUICK_JIT_ROWS,
+    jit_mode,
+    jit_options,
+    local_cores,
+)
 
 
 def test_short_jobs_use_the_quick_jit_and_long_ones_the_optimising_one(
@@ -31,3 +42,42 @@ def test_the_jit_can_be_forced_and_a_bad_value_is_named(monkeypatch: pytest.Monk
 )
 def test_local_cores(master: str, cores: int) -> None:
     assert local_cores(master) == cores
+
+
+def test_quick_jit_is_c1_only() -> None:
+    assert jit_options("quick") == ["-XX:TieredStopAtLevel=1"]
+
+
+def _directives_file(options: list[str]) -> Path:
+    flag = "-XX:CompilerDirectivesFile="
+    (path,) = (o[len(flag) :] for o in options if o.startswith(flag))
+    return Path(path)
+
+
+def test_full_jit_keeps_driver_side_classes_out_of_c2() -> None:
+    options = jit_options("full")
+    assert "-XX:+UnlockDiagnosticVMOptions" in options
+    directives = json.loads(_directives_file(options).read_text(encoding="utf-8"))
+    assert directives == [
+        {"match": [f"{c}.*" for c in DRIVER_SIDE_CLASSES], "c2": {"Exclude": True}}
+    ]
+    assert "org/codehaus/*.*" in directives[0]["match"]  # Janino, the stage compiler
+    # the per-row code stays with C2: no generated stage, no Spark execution class
+    assert not any("catalyst/expressions" in c or "execution" in c for c in DRIVER_SIDE_CLASSES)
+    assert jit_options("full") == options  # the same file for every session
+
+
+def test_the_jvm_accepts_the_directives() -> None:
+    options = jit_options("full")
+    java = shutil.which("java")
+    assert java is not None, "java is missing: the test command (scripts/test.sh) installs it"
+    out = subprocess.run(
+        [java, *options, "-XX:+CompilerDirectivesPrint", "-version"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    text = out.stdout + out.stderr
+    assert "1 compiler directives added" in text
+    assert "Exclude:true" in text and "org/codehaus/*.*" in text
