@@ -5,6 +5,12 @@ transactions of 10 records of 100 bytes spread over the topic's partitions. Prin
 transactions/s and commit latency p50/p99 for 1 and for 8 producers (threads; the
 client releases the GIL while it waits).
 
+Baseline: each phase is followed by the same number of idempotent, non-transactional
+producers that send the same 10 records and wait for them (``flush``) in a loop: the
+Produce round trip every transaction also makes, with no AddPartitionsToTxn, EndTxn or
+markers. The ratio of transactions/s to those rounds/s, measured in one run, shows what
+the transaction protocol costs on top of the produce path, whatever the machine's speed.
+
 On a shared machine transactions/s is noisy, so each phase also reports the CPU the
 node processes used per transaction (from ``/proc/PID/stat``; steadier than the
 rate when other work competes for the cores), the load average, and the mean time
@@ -28,6 +34,7 @@ import tempfile
 import threading
 import time
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -63,6 +70,34 @@ def run_producer(
         latencies.append(time.perf_counter() - started)
         done += 1
     return done
+
+
+def run_plain_producer(
+    bootstrap: str, name: str, seconds: float, latencies: list[float], partitions: int
+) -> int:
+    """The baseline: the same records as a transaction, idempotent, no transaction; each
+    round waits for its acks (``flush``) as ``commit_transaction`` does."""
+    producer = Producer(
+        {"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 0}
+    )
+    payload = os.urandom(RECORD_BYTES // 2).hex().encode()
+    producer.produce("bench-txn", payload, partition=0)  # connect, metadata, producer id
+    if producer.flush(30):
+        raise SystemExit(f"baseline producer {name}: first record not acknowledged in 30 s")
+    done = 0
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        for i in range(RECORDS_PER_TXN):
+            producer.produce("bench-txn", payload, partition=(done + i) % partitions)
+        started = time.perf_counter()
+        if producer.flush(30):
+            raise SystemExit(f"baseline producer {name}: records not acknowledged in 30 s")
+        latencies.append(time.perf_counter() - started)
+        done += 1
+    return done
+
+
+Worker = Callable[[str, str, float, list[float], int], int]
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,14 +164,13 @@ def measure(
     nodes: list[NodeInfo],
     py_spy: Path | None,
     partitions: int,
+    worker: Worker = run_producer,
 ) -> dict[str, Any]:
     latencies: list[list[float]] = [[] for _ in range(producers)]
     counts = [0] * producers
 
     def work(i: int) -> None:
-        counts[i] = run_producer(
-            bootstrap, f"bench-{producers}-{i}", seconds, latencies[i], partitions
-        )
+        counts[i] = worker(bootstrap, f"bench-{producers}-{i}", seconds, latencies[i], partitions)
 
     threads = [threading.Thread(target=work, args=(i,)) for i in range(producers)]
     load_before = load_average()
@@ -203,6 +237,21 @@ def report(producers: int, r: dict[str, Any], nodes: list[NodeInfo]) -> None:
         print(f"  other requests served: {', '.join(others)}")
 
 
+def report_baseline(producers: int, txn: dict[str, Any], base: dict[str, Any]) -> None:
+    total = max(base["transactions"], 1)
+    node_cpu = sum(map(sum, base["cpu"].values())) * 1e3 / total
+    print(
+        f"  baseline, {producers} idempotent producer(s), the same records without a "
+        f"transaction: {base['rate']:,.0f} rounds/s, round latency p50 {base['p50']:.1f} ms, "
+        f"p99 {base['p99']:.1f} ms; node CPU {node_cpu:.2f} ms/round, client "
+        f"{base['client_cpu'] * 1e3 / total:.2f}"
+    )
+    print(
+        f"  transactions/s = {txn['rate'] / max(base['rate'], 1e-9):.1%} of baseline rounds/s"
+        f" (load {base['load']})"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--seconds", type=float, default=15.0)
@@ -235,11 +284,12 @@ def main() -> None:
             f"{os.cpu_count()} cores"
         )
         for producers in (int(x) for x in args.producers.split(",")):
-            report(
-                producers,
-                measure(bootstrap, producers, args.seconds, nodes, args.py_spy, args.partitions),
-                nodes,
+            txn = measure(bootstrap, producers, args.seconds, nodes, args.py_spy, args.partitions)
+            report(producers, txn, nodes)
+            base = measure(
+                bootstrap, producers, args.seconds, nodes, None, args.partitions, run_plain_producer
             )
+            report_baseline(producers, txn, base)
     finally:
         cluster.down()
         shutil.rmtree(root, ignore_errors=True)
