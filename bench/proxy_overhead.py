@@ -12,8 +12,10 @@ Two workloads, both measured in one run and printed as a ratio (proxy / direct):
 
 The proxy always runs in a separate process (as it would beside a busy harness), so
 the numbers include one extra hop through the loopback interface. Each of ``--rounds``
-rounds runs direct and proxy back to back, the side that goes first alternating (so
-neither always runs on a machine the other has just warmed or loaded). The headline
+rounds runs direct and proxy back to back, each on a topic of its own that is deleted
+after it (so the node's disk and page cache do not fill round after round), the side
+that goes first alternating (so neither always runs on a machine the other has just
+warmed or loaded). The headline
 is the best of each side, which filters out noise from other processes on the
 machine; the median of the per-round ratios is printed too, with every round, the
 load average, and (Linux) the proxy process's CPU time per MB it forwarded (per-round
@@ -245,6 +247,10 @@ def bench_kafka(args: argparse.Namespace) -> dict[str, Any]:
                 if before is not None and after is not None:
                     proxy_cpu += after - before
                 row[label] = (p / 1e6, c / 1e6)
+                # a round writes messages x size bytes: without deleting them, 20 rounds of
+                # 1M messages leave ~8 GB whose write-back competes with later rounds
+                for f in admin.delete_topics([topic]).values():
+                    f.result(30)
             rounds.append(row)
             d, x = row["direct"], row["proxy"]
             print(
