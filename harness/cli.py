@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import click
@@ -180,6 +181,8 @@ def cluster_up(
             f"port {n['port']:<6} metrics {n['metrics_port']}"
         )
     if detach:
+        target = f"--state {state_file}" if state_file is not None else f"--data-dir {data_dir}"
+        click.echo(f"stop it with: txnchaos cluster down {target}")
         return
     click.echo("running; Ctrl-C stops the cluster")
     try:
@@ -193,56 +196,83 @@ def cluster_up(
         click.echo("cluster stopped")
 
 
-def _load(state_file: Path) -> LocalCluster:
+def _target_options(f: Callable[..., None]) -> Callable[..., None]:
+    """``--state FILE`` or ``--data-dir DIR``: which local cluster a command acts on."""
+    f = click.option(
+        "--data-dir",
+        type=click.Path(path_type=Path),
+        default=None,
+        help="The cluster's data directory (for a cluster started without --state).",
+    )(f)
+    return click.option(
+        "--state",
+        "state_file",
+        type=click.Path(path_type=Path),
+        default=None,
+        help="The state file `cluster up --state` wrote (kept up to date).",
+    )(f)
+
+
+def _load(state_file: Path | None, data_dir: Path | None) -> LocalCluster:
+    if (state_file is None) == (data_dir is None):
+        raise click.UsageError("give either --state FILE or --data-dir DIR")
     try:
-        return LocalCluster.from_state(state_file)
+        if state_file is not None:
+            return LocalCluster.from_state(state_file)
+        assert data_dir is not None
+        return LocalCluster.from_data_dir(data_dir)
     except LaunchError as exc:
         raise click.ClickException(str(exc)) from exc
 
 
+def _save(local: LocalCluster, state_file: Path | None) -> None:
+    if state_file is not None:
+        local.write_state(state_file)
+
+
 @cluster.command("down")
-@click.option("--state", "state_file", type=click.Path(path_type=Path), required=True)
-def cluster_down(state_file: Path) -> None:
+@_target_options
+def cluster_down(state_file: Path | None, data_dir: Path | None) -> None:
     """Stop every node (SIGTERM, then SIGKILL after a grace period)."""
-    local = _load(state_file)
+    local = _load(state_file, data_dir)
     local.down()
-    local.write_state(state_file)
+    _save(local, state_file)
     click.echo("cluster stopped")
 
 
-def _node_action(state_file: Path, node_id: int, action: str) -> None:
-    local = _load(state_file)
+def _node_action(state_file: Path | None, data_dir: Path | None, node_id: int, action: str) -> None:
+    local = _load(state_file, data_dir)
     try:
         getattr(local, f"{action}_node")(node_id)
     except LaunchError as exc:
         raise click.ClickException(str(exc)) from exc
-    local.write_state(state_file)
+    _save(local, state_file)
     click.echo(f"node {node_id} {action}ed")
 
 
 @cluster.command("kill")
-@click.option("--state", "state_file", type=click.Path(path_type=Path), required=True)
+@_target_options
 @click.argument("node_id", type=int)
-def cluster_kill(state_file: Path, node_id: int) -> None:
+def cluster_kill(state_file: Path | None, data_dir: Path | None, node_id: int) -> None:
     """SIGKILL one node (no clean shutdown)."""
-    _node_action(state_file, node_id, "kill")
+    _node_action(state_file, data_dir, node_id, "kill")
 
 
 @cluster.command("restart")
-@click.option("--state", "state_file", type=click.Path(path_type=Path), required=True)
+@_target_options
 @click.argument("node_id", type=int)
-def cluster_restart(state_file: Path, node_id: int) -> None:
+def cluster_restart(state_file: Path | None, data_dir: Path | None, node_id: int) -> None:
     """Restart one node with the same ports and data."""
-    _node_action(state_file, node_id, "restart")
+    _node_action(state_file, data_dir, node_id, "restart")
 
 
 @cluster.command("status")
-@click.option("--state", "state_file", type=click.Path(path_type=Path), required=True)
-def cluster_status(state_file: Path) -> None:
-    """Print the state file, with whether each node's process is alive."""
+@_target_options
+def cluster_status(state_file: Path | None, data_dir: Path | None) -> None:
+    """Print the cluster state, with whether each node's process is alive."""
     from .launch.local import is_our_node
 
-    local = _load(state_file)
+    local = _load(state_file, data_dir)
     state = local.state()
     for n in state["nodes"]:
         n["alive"] = bool(n["pid"]) and is_our_node(n["pid"], n["id"])

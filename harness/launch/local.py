@@ -245,6 +245,25 @@ class LocalCluster:
                 cluster.addressing[n["id"]] = addressing
         return cluster
 
+    @classmethod
+    def from_data_dir(cls, data_dir: Path) -> LocalCluster:
+        """The cluster in ``data_dir``, with the PIDs its running nodes wrote to their
+        ``node.json`` (for a cluster started without a state file). Proxy addressing lives
+        only in state files: a node restarted this way advertises its own address."""
+        layout = ClusterLayout.load(data_dir)
+        if layout is None:
+            raise LaunchError(f"{data_dir} has no cluster.json; is it a txnchaos cluster?")
+        cluster = cls(data_dir, layout)
+        for spec in layout.nodes:
+            try:
+                doc = json.loads((node_dir(cluster.data_dir, spec.id) / "node.json").read_text())
+            except (OSError, ValueError):
+                continue  # never served, or stopped cleanly
+            pid = doc.get("pid") if isinstance(doc, dict) else None
+            if isinstance(pid, int) and is_our_node(pid, spec.id):
+                cluster.pids[spec.id] = pid
+        return cluster
+
     # ---- process control ---------------------------------------------------------
     def controller_address(self, spec: NodeSpec) -> str | None:
         """``HOST:PORT`` at which ``spec`` reaches the controller (None: it hosts it)."""

@@ -117,3 +117,35 @@ def test_bad_arguments_get_clear_errors(tmp_path: Path) -> None:
     assert bad.returncode != 0 and "--brokers must be at least 1" in bad.stderr
     missing = txnchaos("cluster", "down", "--state", str(tmp_path / "nope.json"))
     assert missing.returncode != 0 and "cannot read state file" in missing.stderr
+
+
+def test_a_cluster_started_without_a_state_file_is_driven_by_its_data_dir(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    up = txnchaos("cluster", "up", "--brokers", "2", "--data-dir", str(data), "--detach")
+    assert up.returncode == 0, up.stderr
+    assert f"stop it with: txnchaos cluster down --data-dir {data}" in up.stdout
+    try:
+        status = txnchaos("cluster", "status", "--data-dir", str(data))
+        assert status.returncode == 0, status.stderr
+        nodes = json.loads(status.stdout)["nodes"]
+        assert [n["id"] for n in nodes] == [1, 2] and all(n["alive"] for n in nodes)
+        pids = [n["pid"] for n in nodes]
+
+        killed = txnchaos("cluster", "kill", "--data-dir", str(data), "2")
+        assert killed.returncode == 0, killed.stderr
+        assert not alive(pids[1]) and alive(pids[0])
+        after = json.loads(txnchaos("cluster", "status", "--data-dir", str(data)).stdout)
+        assert [n["alive"] for n in after["nodes"]] == [True, False]
+    finally:
+        down = txnchaos("cluster", "down", "--data-dir", str(data))
+    assert down.returncode == 0, down.stderr
+    assert not any(alive(pid) for pid in pids)
+    assert not (tmp_path / "state.json").exists()  # nothing written where nobody asked
+
+    usage = "give either --state FILE or --data-dir DIR"
+    neither = txnchaos("cluster", "down")
+    assert neither.returncode == 2 and usage in neither.stderr
+    both = txnchaos("cluster", "down", "--data-dir", str(data), "--state", str(tmp_path / "s.json"))
+    assert both.returncode == 2 and usage in both.stderr
+    stranger = txnchaos("cluster", "down", "--data-dir", str(tmp_path / "elsewhere"))
+    assert stranger.returncode != 0 and "has no cluster.json" in stranger.stderr
