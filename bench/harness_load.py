@@ -3,6 +3,11 @@ transactional-producer users, unpaced, against a local cluster (2 brokers + 1
 coordinator) for a fixed time. Prints committed transactions/s and records/s as the
 recorded history shows them, for 1, 4 and 8 users (one run each, same cluster).
 
+Baseline, measured in the same run: as many bare confluent-kafka transactional producers
+(threads in this process, no locust, no history) committing the same transactions (10
+records over 2 of the topic's 6 partitions) for the same time. The ratio of the two rates
+is what driving the load through the harness costs.
+
 Run: .venv/bin/python bench/harness_load.py [--seconds S]
 """
 
@@ -14,7 +19,12 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 from pathlib import Path
+
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
 
 from txnchaos.harness.history.compact import compact_to_parquet
 from txnchaos.harness.launch.local import LocalCluster
@@ -73,6 +83,46 @@ def measure(bootstrap: str, users: int, seconds: float, root: Path) -> tuple[flo
     return len(times) / span, len(sends) / span
 
 
+def bare_producer(bootstrap: str, topic: str, name: str, seconds: float, out: list[float]) -> None:
+    """Commit transactions of 10 records over partitions (k, k + 1) mod 6 until ``seconds``
+    pass, appending each commit's completion time to ``out``."""
+    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": name, "linger.ms": 0})
+    producer.init_transactions(30)
+    payload = b"x" * 100
+    deadline = time.monotonic() + seconds
+    k = 0
+    while time.monotonic() < deadline:
+        producer.begin_transaction()
+        for i in range(10):
+            producer.produce(topic, payload, partition=(k + i % 2) % 6)
+        producer.commit_transaction(30)
+        out.append(time.perf_counter())
+        k += 1
+
+
+def measure_bare(bootstrap: str, users: int, seconds: float) -> float:
+    """Committed transactions/s of ``users`` bare producers, timed like the harness's: commits
+    over the span from the first to the last."""
+    topic = f"bare-{users}"
+    admin = AdminClient({"bootstrap.servers": bootstrap})  # alive until the topic exists
+    for f in admin.create_topics([NewTopic(topic, 6, 1)]).values():
+        f.result(30)
+    done: list[list[float]] = [[] for _ in range(users)]
+    threads = [
+        threading.Thread(
+            target=bare_producer, args=(bootstrap, topic, f"{topic}-{i}", seconds, done[i])
+        )
+        for i in range(users)
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    times = [x for d in done for x in d]
+    span = max(times) - min(times) if len(times) > 1 else seconds
+    return len(times) / span
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--seconds", type=float, default=20.0)
@@ -85,8 +135,11 @@ def main() -> None:
         print("harness load: locust transactional producers, 10 records/txn, no aborts")
         for users in (1, 4, 8):
             txns, records = measure(bootstrap, users, args.seconds, root)
+            bare = measure_bare(bootstrap, users, args.seconds)
             print(
-                f"{users} user(s): {txns:,.0f} committed transactions/s, {records:,.0f} records/s"
+                f"{users} user(s): {txns:,.0f} committed transactions/s, {records:,.0f} records/s;"
+                f" {users} bare producer(s): {bare:,.0f} transactions/s; harness at"
+                f" {txns / max(bare, 1e-9):.0%} of bare"
             )
     finally:
         cluster.down()
