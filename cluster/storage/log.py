@@ -218,25 +218,25 @@ class PartitionLog:
             total += header.size
         if self._should_roll(seg, first):
             return False
-        if len(headers) > 1:
-            # Appended one by one, every batch after the first goes into a non-empty
-            # segment: none of them may cross a roll condition either.
-            if seg.size + total > self.config.segment_bytes:
-                return False
-            if last.last_offset - seg.base_offset > INT32_MAX:
-                return False
-            ms = self.config.segment_ms
-            if ms is not None and self._now_ms() - seg.created_ms >= ms:
-                return False
+        # Appended one by one, every batch after the first goes into a non-empty segment:
+        # none of them may cross a roll condition either (the last one is the furthest).
+        if len(headers) > 1 and self._rolls(seg, last.last_offset, seg.size + total, False):
+            return False
         seg.append_together(batches, headers)
         return True
 
     def _should_roll(self, seg: LogSegment, header: BatchHeader) -> bool:
-        if header.last_offset - seg.base_offset > INT32_MAX:
+        return self._rolls(seg, header.last_offset, seg.size + header.size, seg.is_empty)
+
+    def _rolls(self, seg: LogSegment, last_offset: int, size_after: int, empty: bool) -> bool:
+        """Whether a batch ending at ``last_offset`` that would bring ``seg`` to
+        ``size_after`` bytes must go into a new segment (``empty``: ``seg`` holds nothing
+        yet, so only the offset range counts)."""
+        if last_offset - seg.base_offset > INT32_MAX:
             return True
-        if seg.is_empty:
+        if empty:
             return False
-        if seg.size + header.size > self.config.segment_bytes:
+        if size_after > self.config.segment_bytes:
             return True
         ms = self.config.segment_ms
         return ms is not None and self._now_ms() - seg.created_ms >= ms
