@@ -20,11 +20,10 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
 from pathlib import Path
 
-from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
+from transactions import run_producer  # bench/ is sys.path[0] when run as a script
 
 from txnchaos.harness.history.compact import compact_to_parquet
 from txnchaos.harness.launch.local import LocalCluster
@@ -83,23 +82,6 @@ def measure(bootstrap: str, users: int, seconds: float, root: Path) -> tuple[flo
     return len(times) / span, len(sends) / span
 
 
-def bare_producer(bootstrap: str, topic: str, name: str, seconds: float, out: list[float]) -> None:
-    """Commit transactions of 10 records over partitions (k, k + 1) mod 6 until ``seconds``
-    pass, appending each commit's completion time to ``out``."""
-    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": name, "linger.ms": 0})
-    producer.init_transactions(30)
-    payload = b"x" * 100
-    deadline = time.monotonic() + seconds
-    k = 0
-    while time.monotonic() < deadline:
-        producer.begin_transaction()
-        for i in range(10):
-            producer.produce(topic, payload, partition=(k + i % 2) % 6)
-        producer.commit_transaction(30)
-        out.append(time.perf_counter())
-        k += 1
-
-
 def measure_bare(bootstrap: str, users: int, seconds: float) -> float:
     """Committed transactions/s of ``users`` bare producers, timed like the harness's: commits
     over the span from the first to the last."""
@@ -110,7 +92,9 @@ def measure_bare(bootstrap: str, users: int, seconds: float) -> float:
     done: list[list[float]] = [[] for _ in range(users)]
     threads = [
         threading.Thread(
-            target=bare_producer, args=(bootstrap, topic, f"{topic}-{i}", seconds, done[i])
+            target=run_producer,
+            args=(bootstrap, f"{topic}-{i}", seconds, [], 6),
+            kwargs={"topic": topic, "spread": 2, "commit_times": done[i]},
         )
         for i in range(users)
     ]

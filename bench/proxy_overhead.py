@@ -15,11 +15,11 @@ the numbers include one extra hop through the loopback interface. Each of ``--ro
 rounds runs direct and proxy back to back, each on a topic of its own that is deleted
 after it (so the node's disk and page cache do not fill round after round), the side
 that goes first alternating (so neither always runs on a machine the other has just
-warmed or loaded). The headline
-is the best of each side, which filters out noise from other processes on the
-machine; the median of the per-round ratios is printed too, with every round, the
-load average, and (Linux) the proxy process's CPU time per MB it forwarded (per-round
-connection setup included), a figure that depends little on what else runs.
+warmed or loaded). The headline is the best of each side, which filters out noise from
+other processes on the machine; the median of the per-round ratios is printed too, with
+every round, the load average, and (Linux) the proxy process's CPU time per MB it
+forwarded (per-round connection setup included), a figure that depends little on what
+else runs.
 
 Produce throughput is timed from after the first record is acknowledged: before it,
 the client connects, fetches metadata and gets its producer id (about half a second,
@@ -304,20 +304,16 @@ def main() -> None:
         print(f"load average before: {load()}", flush=True)
         r = bench_kafka(args)
         print(f"load average after: {load()}")
-        print(
-            f"produce: direct {r['direct_produce']:.1f} MB/s, proxy {r['proxy_produce']:.1f} MB/s,"
-            f" ratio {r['proxy_produce'] / r['direct_produce']:.1%}"
-            f" (median of round ratios {r['median_ratio_produce']:.1%},"
-            f" quartiles {' / '.join(f'{q:.0%}' for q in r['quartiles_produce'])};"
-            f" all rounds together {r['proxy_produce_all'] / r['direct_produce_all']:.1%})"
-        )
-        print(
-            f"consume: direct {r['direct_consume']:.1f} MB/s, proxy {r['proxy_consume']:.1f} MB/s,"
-            f" ratio {r['proxy_consume'] / max(r['direct_consume'], 1e-9):.1%}"
-            f" (median of round ratios {r['median_ratio_consume']:.1%},"
-            f" quartiles {' / '.join(f'{q:.0%}' for q in r['quartiles_consume'])};"
-            f" all rounds together {r['proxy_consume_all'] / r['direct_consume_all']:.1%})"
-        )
+        for what in ("produce", "consume"):
+            direct, proxy = r[f"direct_{what}"], r[f"proxy_{what}"]
+            quartiles = " / ".join(f"{q:.0%}" for q in r[f"quartiles_{what}"])
+            print(
+                f"{what}: direct {direct:.1f} MB/s, proxy {proxy:.1f} MB/s,"
+                f" ratio {proxy / max(direct, 1e-9):.1%}"
+                f" (median of round ratios {r[f'median_ratio_{what}']:.1%},"
+                f" quartiles {quartiles};"
+                f" all rounds together {r[f'proxy_{what}_all'] / r[f'direct_{what}_all']:.1%})"
+            )
         if "proxy_cpu_us_per_MB" in r:
             print(f"proxy process CPU: {r['proxy_cpu_us_per_MB']:.0f} us per MB forwarded")
     else:

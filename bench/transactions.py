@@ -47,13 +47,27 @@ from txnchaos.harness.launch.local import LocalCluster
 
 RECORDS_PER_TXN = 10
 RECORD_BYTES = 100
+TOPIC = "bench-txn"
 HOT_APIS = ("produce", "add_partitions_to_txn", "end_txn", "write_txn_markers")
 _METRIC = re.compile(r'^txnchaos_(requests|request_seconds)_total\{api="(\w+)"\} (\S+)$')
 
 
 def run_producer(
-    bootstrap: str, txn_id: str, seconds: float, latencies: list[float], partitions: int
+    bootstrap: str,
+    txn_id: str,
+    seconds: float,
+    latencies: list[float],
+    partitions: int,
+    *,
+    topic: str = TOPIC,
+    spread: int | None = None,
+    commit_times: list[float] | None = None,
 ) -> int:
+    """Commit transactions of ``RECORDS_PER_TXN`` records until ``seconds`` pass; returns how
+    many. A transaction's records go over ``spread`` consecutive partitions (default: all of
+    the topic's ``partitions``), starting one further each time. Appends each commit's
+    latency to ``latencies`` and, if given, its completion time to ``commit_times``."""
+    spread = spread or partitions
     producer = Producer(
         {"bootstrap.servers": bootstrap, "transactional.id": txn_id, "linger.ms": 0}
     )
@@ -64,10 +78,13 @@ def run_producer(
     while time.monotonic() < deadline:
         producer.begin_transaction()
         for i in range(RECORDS_PER_TXN):
-            producer.produce("bench-txn", payload, partition=(done + i) % partitions)
+            producer.produce(topic, payload, partition=(done + i % spread) % partitions)
         started = time.perf_counter()
         producer.commit_transaction(30)
-        latencies.append(time.perf_counter() - started)
+        ended = time.perf_counter()
+        latencies.append(ended - started)
+        if commit_times is not None:
+            commit_times.append(ended)
         done += 1
     return done
 
@@ -81,14 +98,14 @@ def run_plain_producer(
         {"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 0}
     )
     payload = os.urandom(RECORD_BYTES // 2).hex().encode()
-    producer.produce("bench-txn", payload, partition=0)  # connect, metadata, producer id
+    producer.produce(TOPIC, payload, partition=0)  # connect, metadata, producer id
     if producer.flush(30):
         raise SystemExit(f"baseline producer {name}: first record not acknowledged in 30 s")
     done = 0
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         for i in range(RECORDS_PER_TXN):
-            producer.produce("bench-txn", payload, partition=(done + i) % partitions)
+            producer.produce(TOPIC, payload, partition=(done + i) % partitions)
         started = time.perf_counter()
         if producer.flush(30):
             raise SystemExit(f"baseline producer {name}: records not acknowledged in 30 s")
@@ -276,7 +293,7 @@ def main() -> None:
         bootstrap = state["bootstrap"]
         nodes = [NodeInfo(n["id"], n["role"], n["pid"], n["metrics_port"]) for n in state["nodes"]]
         admin = AdminClient({"bootstrap.servers": bootstrap})
-        for f in admin.create_topics([NewTopic("bench-txn", args.partitions, 1)]).values():
+        for f in admin.create_topics([NewTopic(TOPIC, args.partitions, 1)]).values():
             f.result(30)
         print(
             f"cluster: 2 brokers + 1 coordinator; {RECORDS_PER_TXN} x {RECORD_BYTES} B per txn "
