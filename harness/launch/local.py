@@ -7,6 +7,8 @@ Layout of a cluster data directory::
     DIR/node-<id>/          one node's data: partitions/, controller/, groups/, ...
     DIR/node-<id>/node.json written by the node when it serves (pid and ports)
     DIR/node-<id>/node.log  the node's output
+    DIR/node-<id>/addressing.json  a proxied node's addressing (see below), while the
+                            cluster that proxies it runs
 
 The state file (``--state FILE``) is the contract with later tooling:
 ``{"bootstrap": "127.0.0.1:P1,...", "data_dir": DIR, "nodes": [{"id", "role", "pid",
@@ -21,7 +23,9 @@ Proxied clusters (the harness's local launcher, :mod:`.local_launcher`) give nod
 controller and of every peer (proxies again). It lives as long as the harness that
 owns the proxies and is not saved in ``cluster.json``; the state file then carries each
 node's ``advertised_host``/``advertised_port``, ``controller_address`` and ``peers`` (so
-``cluster kill/restart --state`` keep them) and a bootstrap through the proxies.
+``cluster kill/restart --state`` keep them) and a bootstrap through the proxies. The
+same addressing is written to each node's ``addressing.json`` when the node is started,
+so that ``cluster restart --data-dir`` keeps it too; ``down`` removes those files.
 An ``on_ready`` callback sees every node once it serves (its real port known), which is
 when the launcher points the proxies at it.
 """
@@ -165,6 +169,9 @@ def node_dir(data_dir: Path, node_id: int) -> Path:
     return data_dir / f"node-{node_id}"
 
 
+ADDRESSING_JSON = "addressing.json"
+
+
 def is_our_node(pid: int, node_id: int) -> bool:
     """Whether ``pid`` is still the txnchaos node we started (PIDs get reused)."""
     try:
@@ -248,8 +255,8 @@ class LocalCluster:
     @classmethod
     def from_data_dir(cls, data_dir: Path) -> LocalCluster:
         """The cluster in ``data_dir``, with the PIDs its running nodes wrote to their
-        ``node.json`` (for a cluster started without a state file). Proxy addressing lives
-        only in state files: a node restarted this way advertises its own address."""
+        ``node.json`` (for a cluster started without a state file) and the proxy addressing
+        its launcher left in ``addressing.json``."""
         layout = ClusterLayout.load(data_dir)
         if layout is None:
             raise LaunchError(f"{data_dir} has no cluster.json; is it a txnchaos cluster?")
@@ -262,6 +269,17 @@ class LocalCluster:
             pid = doc.get("pid") if isinstance(doc, dict) else None
             if isinstance(pid, int) and is_our_node(pid, spec.id):
                 cluster.pids[spec.id] = pid
+        for spec in layout.nodes:
+            path = node_dir(cluster.data_dir, spec.id) / ADDRESSING_JSON
+            try:
+                entry = json.loads(path.read_text())
+                addressing = NodeAddressing.from_state(entry)
+            except FileNotFoundError:
+                continue
+            except (OSError, ValueError, TypeError, AttributeError) as exc:
+                raise LaunchError(f"cannot read {path}: {exc}") from exc
+            if addressing is not None:
+                cluster.addressing[spec.id] = addressing
         return cluster
 
     # ---- process control ---------------------------------------------------------
@@ -311,6 +329,11 @@ class LocalCluster:
         directory = node_dir(self.data_dir, spec.id)
         directory.mkdir(parents=True, exist_ok=True)
         (directory / "node.json").unlink(missing_ok=True)
+        override = self.addressing.get(spec.id)
+        if override is not None:
+            _atomic_write(directory / ADDRESSING_JSON, override.to_state())
+        else:
+            (directory / ADDRESSING_JSON).unlink(missing_ok=True)
         logfile = open(directory / "node.log", "ab")  # noqa: SIM115 - handed to the child
         try:
             proc = subprocess.Popen(
@@ -453,6 +476,8 @@ class LocalCluster:
             if spec is not controller:
                 self.stop_node(spec.id)
         self.stop_node(controller.id)
+        for spec in self.layout.nodes:
+            (node_dir(self.data_dir, spec.id) / ADDRESSING_JSON).unlink(missing_ok=True)
 
     # ---- the state file ------------------------------------------------------------
     def advertised(self, spec: NodeSpec) -> tuple[str, int]:

@@ -145,6 +145,9 @@ def test_describe_and_state_file(mesh: LocalHandle) -> None:
     restored = LocalCluster.from_state(mesh.run_dir / STATE_FILE)
     assert restored.pids == mesh.cluster.pids
     assert restored.addressing == mesh.cluster.addressing  # `cluster restart` keeps proxies
+    by_dir = LocalCluster.from_data_dir(mesh.cluster.data_dir)  # ... with --data-dir too
+    assert by_dir.pids == mesh.cluster.pids
+    assert by_dir.addressing == mesh.cluster.addressing
     with pytest.raises(UnsupportedFault, match="cannot disconnect"):
         mesh.disconnect(1)
 
