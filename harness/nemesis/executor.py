@@ -55,6 +55,10 @@ class NemesisStats:
 
 
 class NemesisExecutor:
+    hold_timeout_s = 120.0
+    """How long a client to crash may take to start, and then to reach its hold point,
+    before the fault is given up (recorded as an error) and the client killed."""
+
     def __init__(
         self,
         schedule: list[ScheduledFault],
@@ -179,8 +183,8 @@ class NemesisExecutor:
         (self.run_dir / "logs").mkdir(parents=True, exist_ok=True)
         self._activate(index, fault, started, None, f"{fault.kind}: {client.process}")
         try:
-            client.start()
-            detail = client.wait_hold()
+            client.start(self.hold_timeout_s)
+            detail = client.wait_hold(self.hold_timeout_s)
             client.kill()
             self.handle.fault_log().write(
                 fault.kind,
@@ -194,7 +198,7 @@ class NemesisExecutor:
             message = f"{fault.kind} ({client.process}): {exc}"
             log.warning("nemesis: %s", message)
             self.stats.errors.append(message)
-            if client.alive():
+            if client.alive:
                 client.kill()
         finally:
             with self._lock:

@@ -1,0 +1,59 @@
+"""A client crash that cannot be carried out is an error of the run, and leaves no process."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from txnchaos.harness.nemesis.executor import NemesisExecutor
+from txnchaos.harness.nemesis.schedule import ScheduledFault
+from txnchaos.harness.workload.config import load_workload
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def _processes_naming(text: str) -> list[int]:
+    pids = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if text in cmdline:
+            pids.append(int(proc.name))
+    return pids
+
+
+def test_a_client_that_never_reaches_its_hold_point_is_killed_and_reported(
+    tmp_path: Path,
+) -> None:
+    # a port that refuses connections: the producer never initialises, so never says READY
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        bootstrap = f"127.0.0.1:{closed.getsockname()[1]}"
+        workload = load_workload(
+            {
+                "topics": [{"name": "t", "partitions": 2}],
+                "users": [{"kind": "transactional_producer", "topics": ["t"]}],
+            }
+        )
+        handle: Any = SimpleNamespace(bootstrap=bootstrap, fleet=None)
+        run_dir = tmp_path / "run"
+        run_dir.mkdir()
+        fault = ScheduledFault(at=0.0, kind="crash_producer", duration=0.0)
+        executor = NemesisExecutor([fault], handle, workload=workload, run_dir=run_dir, seed=1)
+        executor.hold_timeout_s = 3.0
+        executor.start()
+        executor._stop.wait(0.5)
+        executor.heal()  # waits for the crash worker
+
+    assert len(executor.stats.errors) == 1, executor.stats.errors
+    assert "no 'HOLD' within 3.0s" in executor.stats.errors[0]
+    assert executor.active() == []
+    assert _processes_naming(str(run_dir)) == [], "the client process was left running"
