@@ -210,9 +210,10 @@ def tune_session(spark: SparkSession, rows: int | None) -> None:
     None leaves them as they are): 1 for small runs, at least one per core once the work is
     worth splitting, up to ``MAX_LOCAL_PARTITIONS``; per-task overhead dominates small
     histories."""
-    if not _is_local(spark.sparkContext.master) or rows is None:
+    master = str(spark.sparkContext.master)
+    if not _is_local(master) or rows is None:
         return
     n = max(1, min(MAX_LOCAL_PARTITIONS, -(-rows // ROWS_PER_PARTITION)))
     if rows >= MIN_PARALLEL_ROWS:
-        n = max(n, min(MAX_LOCAL_PARTITIONS, local_cores(spark.sparkContext.master)))
+        n = max(n, min(MAX_LOCAL_PARTITIONS, local_cores(master)))
     spark.conf.set("spark.sql.shuffle.partitions", str(n))

@@ -178,7 +178,12 @@ class Synth:
         offsets: list[dict[str, Any]] | None = None,
     ) -> None:
         tid = f"tid-{writer}"
-        common = {"txn": txn, "transactional_id": tid, "producer_id": pid, "producer_epoch": 0}
+        common: dict[str, Any] = {
+            "txn": txn,
+            "transactional_id": tid,
+            "producer_id": pid,
+            "producer_epoch": 0,
+        }
         self.op(writer, EventType.BEGIN, latency=0.01, **common)
         info: dict[str, Any] = {
             "partitions": set(),
@@ -841,7 +846,11 @@ class Synth:
         unsent), then aborted.  librdkafka sends no EndTxn for it, so the coordinator never
         counts the abort (the synthetic counters, computed at build time, do not either)."""
         writer = "w-purged"
-        common = {"txn": 0, "transactional_id": f"tid-{writer}", "producer_id": 4000}
+        common: dict[str, Any] = {
+            "txn": 0,
+            "transactional_id": f"tid-{writer}",
+            "producer_id": 4000,
+        }
         self.op(writer, EventType.BEGIN, latency=0.01, **common)
         tp = (self.cfg.topic, 0)
         item = {"topic": tp[0], "partition": tp[1], "value": encode_value(writer, 0, 0)}

@@ -43,7 +43,7 @@ def _error_plan(cls: type) -> tuple[tuple[str, str], ...]:
 
 
 def iter_error_codes(entity: Any) -> Iterator[int]:
-    for name, how in _error_plan(type(entity)):
+    for name, how in _error_plan(type(entity)):  # type: ignore[arg-type]  # (mypy: type objects are Hashable)
         value = getattr(entity, name)
         if how == "code":
             if value:

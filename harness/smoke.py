@@ -20,6 +20,7 @@ from rich.console import Console
 from rich.table import Table
 
 from .launch.local import LocalCluster
+from .workload.clients import position
 
 TOPIC = "txnchaos-smoke"
 RECORDS_PER_TXN = 10
@@ -91,7 +92,8 @@ def consume(bootstrap: str, committed: set[str], result: SmokeResult) -> None:
                 if msg.error():
                     result.problems.append(f"consumer error: {msg.error()}")
                     continue
-                seen.setdefault(msg.partition(), []).append(msg.value().decode())
+                value = msg.value()
+                seen.setdefault(position(msg)[1], []).append(value.decode() if value else "")
                 result.consumed += 1
                 idle_deadline = time.monotonic() + 30
     except KafkaException as exc:

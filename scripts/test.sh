@@ -2,7 +2,7 @@
 # The whole test suite, as CI runs it (`bash .ci/run` calls this):
 #   1. scripts/bootstrap.sh --docker   venv, deps, Java, a Docker engine for this repo
 #   2. scripts/build-image.sh          node image, rebuilt only when its inputs changed
-#   3. ruff check . and ruff format --check .
+#   3. ruff check . and ruff format --check ., then mypy (scripts/typecheck.sh)
 #   4. pytest over tests/ with a per-test timeout
 # Exits non-zero when any step fails (lint failures do not stop the tests from running).
 # A dockerd started by this run is stopped at the end (by PID); one that was already
@@ -56,6 +56,8 @@ log "ruff check ."
 .venv/bin/ruff check . || status=1
 log "ruff format --check ."
 .venv/bin/ruff format --check . || status=1
+log "mypy (scripts/typecheck.sh)"
+bash scripts/typecheck.sh || status=1
 
 mkdir -p var/log
 PYLOG="var/log/pytest.log"

@@ -32,7 +32,7 @@ def _final_state_rows(ctx: CheckContext, out: CheckOutput) -> None:
     captured = fs.get("captured_ns")
     max_timeout_ns = ctx.data.run.transaction_max_timeout_ms * 1_000_000
     opens: list[dict[str, Any]] = fs.get("open_transactions") or []
-    by_tp: dict[tuple[str, int], list[dict[str, Any]]] = {}
+    by_tp: dict[tuple[Any, Any], list[dict[str, Any]]] = {}  # as the JSON has them
     for o in opens:
         by_tp.setdefault((o.get("topic"), o.get("partition")), []).append(o)
     for p in fs["partitions"]:

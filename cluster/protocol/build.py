@@ -131,7 +131,7 @@ def make(cls: type[E], data: Mapping[str, Any] | E | None = None, /, **fields: A
     merged: dict[str, Any] = dict(data or {})
     merged.update(fields)
     kwargs: dict[str, Any] = {}
-    for plan in _plan(cls):
+    for plan in _plan(cls):  # type: ignore[arg-type]  # (mypy: type objects are Hashable)
         if plan.name in merged:
             value = merged[plan.name]
             if value is None:

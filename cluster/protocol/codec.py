@@ -47,7 +47,7 @@ def read_prefix(frame: bytes | memoryview) -> RequestPrefix:
 
 
 @cache
-def request_class(api_key: int, api_version: int) -> type:
+def request_class(api_key: int, api_version: int) -> type[Any]:
     try:
         return load_request_schema(api_key, api_version)
     except Exception as exc:  # kio raises its own index errors
@@ -55,7 +55,7 @@ def request_class(api_key: int, api_version: int) -> type:
 
 
 @cache
-def response_class(api_key: int, api_version: int) -> type:
+def response_class(api_key: int, api_version: int) -> type[Any]:
     try:
         return load_response_schema(api_key, api_version)
     except Exception as exc:
@@ -170,7 +170,7 @@ def encode_response(correlation_id: int, response: Any) -> bytes:
     buf = io.BytesIO()
     buf.write(b"\0\0\0\0")
     _writer(header_cls)(buf, header_cls(correlation_id=correlation_id))
-    _writer(cls)(buf, response)
+    _writer(cls)(buf, response)  # type: ignore[arg-type]  # (mypy: type objects are Hashable)
     data = buf.getbuffer()
     _SIZE.pack_into(data, 0, len(data) - 4)
     out = bytes(data)
@@ -229,7 +229,7 @@ def encode_request_with_kio(correlation_id: int, request: Any, client_id: str | 
     buf = io.BytesIO()
     buf.write(b"\0\0\0\0")
     _writer(header_cls)(buf, header_cls(**header_kwargs))
-    _writer(cls)(buf, request)
+    _writer(cls)(buf, request)  # type: ignore[arg-type]  # (mypy: type objects are Hashable)
     data = buf.getbuffer()
     _SIZE.pack_into(data, 0, len(data) - 4)
     out = bytes(data)
@@ -243,7 +243,7 @@ def decode_response(api_key: int, api_version: int, frame: bytes) -> tuple[int, 
     header_cls = cls.__header_schema__
     try:
         header, used = _reader(header_cls)(frame, 0)
-        body, _ = _reader(cls)(frame, used)
+        body, _ = _reader(cls)(frame, used)  # type: ignore[arg-type]  # (mypy: type objects are Hashable)
     except Exception as exc:
         raise ProtocolError(f"malformed {cls.__name__}: {exc}") from exc
     return header.correlation_id, body

@@ -34,12 +34,12 @@ def finish(coro: Coroutine[Any, Any, T], yielded: Any) -> Generator[Any, Any, T]
             try:
                 value = coro.throw(exc)
             except StopIteration as stop:
-                return stop.value  # type: ignore[no-any-return]
+                return stop.value
         else:
             try:
                 value = coro.send(sent)
             except StopIteration as stop:
-                return stop.value  # type: ignore[no-any-return]
+                return stop.value
 
 
 async def _continue(coro: Coroutine[Any, Any, T], yielded: Any) -> T:

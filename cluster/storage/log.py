@@ -15,7 +15,7 @@ import os
 import shutil
 import time
 from bisect import bisect_right
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from ..protocol.record_batch import (
@@ -198,7 +198,7 @@ class PartitionLog:
         seg.append(batch, header)
 
     def append_parsed_together(
-        self, batches: list[bytes | bytearray], headers: list[BatchHeader]
+        self, batches: Sequence[bytes | bytearray], headers: Sequence[BatchHeader]
     ) -> bool:
         """``append_parsed`` for consecutive batches (each header's base offset is the
         previous one's next offset) in one write, when they all go into the active

@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 from array import array
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -253,7 +253,9 @@ class LogSegment:
         if track:
             self._track(pos, header, write_index=True)
 
-    def append_together(self, batches: list[bytes | bytearray], headers: list[BatchHeader]) -> None:
+    def append_together(
+        self, batches: Sequence[bytes | bytearray], headers: Sequence[BatchHeader]
+    ) -> None:
         """``append`` for consecutive batches, in one write (then each is indexed at
         its own position, as if appended alone)."""
         if len(batches) == 1:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from typing import Self
 
 
 class PeriodicSampler:
@@ -25,7 +26,7 @@ class PeriodicSampler:
             self.sample_once()
             self._stop.wait(max(0.0, self.interval - (time.monotonic() - started)))
 
-    def start(self) -> PeriodicSampler:
+    def start(self) -> Self:
         self._thread = threading.Thread(target=self._loop, name=self.name, daemon=True)
         self._thread.start()
         return self

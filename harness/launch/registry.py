@@ -40,6 +40,6 @@ def get_launcher(name: str = DEFAULT_LAUNCHER, **options: Any) -> Launcher:
 
 def _build(cls: Any, name: str, options: dict[str, Any]) -> Launcher:
     try:
-        return cls(**options)  # type: ignore[no-any-return]
+        return cls(**options)
     except TypeError as exc:
         raise LaunchError(f"bad options for the {name} launcher: {exc}") from exc

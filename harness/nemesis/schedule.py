@@ -195,7 +195,7 @@ def build_schedule(
         kinds = [k for k in sorted(gen.mix) if gen.mix[k] > 0 and _usable(k, targets)]
         if not kinds:
             raise ScheduleError("none of the random nemesis' fault kinds can hit this cluster")
-        weights = [gen.mix[k] for k in kinds]  # type: ignore[index]
+        weights = [gen.mix[k] for k in kinds]
         mean_gap = 60.0 / gen.intensity
         t = gen.start_after
         while True:

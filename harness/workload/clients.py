@@ -247,7 +247,7 @@ class ProducerClient:
         self.executor: Executor = executor or DirectExecutor()
         self.events = EventQueue(reporter or _no_report)
         self.request_type = request_type
-        self.transactional_id: str | None = conf.get("transactional.id")  # type: ignore[assignment]
+        self.transactional_id: str | None = conf.get("transactional.id")
         self._pad = b"\0" * padding_bytes if padding_bytes else None
         self._conf = dict(conf)
         if self._conf.get("statistics.interval.ms"):
@@ -582,7 +582,7 @@ class ConsumerClient:
         self.events = EventQueue(reporter or _no_report)
         self.request_type = request_type
         self.event_type = event_type
-        self.group_id: str | None = conf.get("group.id")  # type: ignore[assignment]
+        self.group_id: str | None = conf.get("group.id")
         self.isolation = str(conf.get("isolation.level", Isolation.READ_COMMITTED.value))
         self.consumer: Any = consumer_factory(dict(conf))
         #: Called (on the serving thread) after a revoke is recorded, e.g. to drop state.
@@ -727,11 +727,20 @@ class ConsumerClient:
             self.events.drain()
 
 
+def position(m: Message) -> tuple[str, int, int]:
+    """Topic, partition and offset of a consumed record (the client types them as optional:
+    they are None only on error events, which never reach here)."""
+    topic, partition, offset = m.topic(), m.partition(), m.offset()
+    assert topic is not None and partition is not None and offset is not None
+    return topic, partition, offset
+
+
 def next_offsets(msgs: Iterable[Message]) -> list[TopicPartition]:
     """Per partition, the offset after the last record of ``msgs`` (what to commit)."""
     last: dict[tuple[str, int], int] = {}
     for m in msgs:
-        last[(m.topic(), m.partition())] = m.offset() + 1
+        topic, partition, offset = position(m)
+        last[(topic, partition)] = offset + 1
     return [TopicPartition(t, p, o) for (t, p), o in sorted(last.items())]
 
 
@@ -739,7 +748,8 @@ def first_offsets(msgs: Iterable[Message]) -> list[TopicPartition]:
     """Per partition, the first offset of ``msgs`` (where to rewind after an abort)."""
     first: dict[tuple[str, int], int] = {}
     for m in msgs:
-        first.setdefault((m.topic(), m.partition()), m.offset())
+        topic, partition, offset = position(m)
+        first.setdefault((topic, partition), offset)
     return [TopicPartition(t, p, o) for (t, p), o in sorted(first.items())]
 
 

@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 from types import FrameType
 
+from .clients import position
 from .config import load_workload
 from .workers import (
     FLUSH_TIMEOUT_S,
@@ -76,12 +77,13 @@ def hold(worker: Worker, how: str) -> None:
         for i, m in enumerate(msgs):
             from ..history.schema import encode_value
 
+            value = m.value()
             p.send(
                 worker.spec.output_topic,
-                m.partition() % worker.out_partitions,
+                position(m)[1] % worker.out_partitions,
                 encode_value(worker.process, txn, i),
                 txn=txn,
-                source=m.value().decode("utf-8", errors="replace") if m.value() else None,
+                source=value.decode("utf-8", errors="replace") if value else None,
             )
         from .clients import next_offsets
 

@@ -26,7 +26,7 @@ from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from ..history.schema import EventType, Isolation
 from ..history.writer import HistoryWriter
-from .clients import ClientError, ConsumerClient, DirectExecutor, Executor
+from .clients import ClientError, ConsumerClient, DirectExecutor, Executor, position
 from .config import TopicSpec
 
 FINAL_READER = "final-reader"
@@ -118,7 +118,8 @@ def list_ends(
     timeout_s: float = 30.0,
 ) -> list[PartitionEnd]:
     """Log start, LSO and high watermark of every partition of ``topics``."""
-    admin = AdminClient({"bootstrap.servers": bootstrap, "logger": CLIENT_LOG})
+    conf: dict[str, Any] = {"bootstrap.servers": bootstrap, "logger": CLIENT_LOG}
+    admin = AdminClient(conf)
     counts = _partition_counts(admin, topics, timeout_s)
     tps = [TopicPartition(t, p) for t, n in sorted(counts.items()) for p in range(n)]
     deadline = time.monotonic() + timeout_s
@@ -209,16 +210,17 @@ def final_read(
                 result.records += len(msgs)
                 reached: dict[tuple[str, int], int] = {}
                 for m in msgs:
-                    reached[(m.topic(), m.partition())] = m.offset() + 1
+                    topic, partition, offset = position(m)
+                    reached[(topic, partition)] = offset + 1
                 for t, p, off in client.eof:
                     reached[(t, p)] = max(reached.get((t, p), 0), off)
                 for key, off in reached.items():
-                    e = todo.get(key)
-                    if e is None:
+                    end = todo.get(key)
+                    if end is None:
                         continue
-                    e.reached = max(e.reached or 0, off)
-                    if e.reached >= e.lso:
-                        e.complete = True
+                    end.reached = max(end.reached or 0, off)
+                    if end.reached >= end.lso:
+                        end.complete = True
                         del todo[key]
         finally:
             client.close()

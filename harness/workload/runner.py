@@ -48,6 +48,7 @@ from typing import Any
 import gevent
 import gevent.event
 from locust.env import Environment
+from locust.runners import MasterRunner, Runner
 from locust.stats import stats_history, stats_printer
 
 from .clients import GeventExecutor
@@ -175,10 +176,11 @@ class WorkloadRunner:
         if self.create_topics and self.mode != "worker":
             ensure_topics(self.bootstrap, self.config.topics)
         env = self.env
+        master: MasterRunner | None = None
         if self.mode == "local":
-            runner = env.create_local_runner()
+            runner: Runner = env.create_local_runner()
         elif self.mode == "master":
-            runner = env.create_master_runner(self.master_bind_host, self.master_port)
+            runner = master = env.create_master_runner(self.master_bind_host, self.master_port)
         else:
             env.create_worker_runner(self.master_host, self.master_port)
             return  # a worker spawns what the master tells it
@@ -193,12 +195,12 @@ class WorkloadRunner:
             self._greenlets.append(gevent.spawn(stats_printer(env.stats)))
         if self.stats_callback is not None:
             self._greenlets.append(gevent.spawn(self._stats_loop))
-        if self.mode == "master":
+        if master is not None:
             deadline = time.monotonic() + 120
-            while runner.worker_count < self.expect_workers:  # type: ignore[attr-defined]
+            while master.worker_count < self.expect_workers:
                 if time.monotonic() > deadline:
                     raise TimeoutError(
-                        f"only {runner.worker_count} of {self.expect_workers} workers connected"  # type: ignore[attr-defined]
+                        f"only {master.worker_count} of {self.expect_workers} workers connected"
                     )
                 gevent.sleep(0.2)
         if self.user_count:

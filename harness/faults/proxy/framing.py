@@ -55,7 +55,7 @@ class Event(IntEnum):
     FRAME = 1
 
 
-Decide = Callable[[bytes | memoryview, int, int], Action]
+Decide = Callable[[bytes | bytearray | memoryview, int, int], Action]
 """``decide(buf, offset, size)``: ``buf[offset:offset+4]`` is the size prefix of a
 frame of ``size`` bytes and ``buf[offset+4:offset+4+min(size, head_len)]`` its head."""
 

@@ -394,7 +394,7 @@ class ProxiedConnection:
 
     # ------------------------------------------------------------------ requests
 
-    def _decide_request(self, buf: bytes | memoryview, off: int, size: int) -> Action:
+    def _decide_request(self, buf: bytes | bytearray | memoryview, off: int, size: int) -> Action:
         policy = self.link.policy()
         if policy.blackhole_request:
             return Action.DISCARD
@@ -587,7 +587,7 @@ class ProxiedConnection:
 
     # ------------------------------------------------------------------ responses
 
-    def _decide_response(self, buf: bytes | memoryview, off: int, size: int) -> Action:
+    def _decide_response(self, buf: bytes | bytearray | memoryview, off: int, size: int) -> Action:
         policy = self.link.policy()
         if policy.blackhole_response:
             if size >= RESPONSE_HEAD and (self.order_set or self.inflight):

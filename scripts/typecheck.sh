@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Type-check the package with mypy (config: [tool.mypy] in pyproject.toml).
+#
+# The repository keeps cluster/, harness/ and analysis/ at the top level while the code
+# imports them as txnchaos.cluster etc. (setup.py maps them); mypy cannot follow the
+# editable install's import hook, so this builds var/typecheck/txnchaos/ out of symlinks to
+# the three layers and checks that package. Arguments go to mypy.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+TREE="$ROOT/var/typecheck"
+mkdir -p "$TREE/txnchaos"
+: >"$TREE/txnchaos/__init__.py"
+for layer in cluster harness analysis; do
+    ln -sfn "$ROOT/$layer" "$TREE/txnchaos/$layer"
+done
+cd "$TREE"
+exec "$ROOT/.venv/bin/mypy" --config-file "$ROOT/pyproject.toml" \
+    --cache-dir "$ROOT/var/typecheck/.mypy_cache" \
+    --python-executable "$ROOT/.venv/bin/python" -p txnchaos "$@"
