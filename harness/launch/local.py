@@ -262,24 +262,17 @@ class LocalCluster:
             raise LaunchError(f"{data_dir} has no cluster.json; is it a txnchaos cluster?")
         cluster = cls(data_dir, layout)
         for spec in layout.nodes:
+            directory = node_dir(cluster.data_dir, spec.id)
+            addressing = _read_addressing(directory / ADDRESSING_JSON)
+            if addressing is not None:
+                cluster.addressing[spec.id] = addressing
             try:
-                doc = json.loads((node_dir(cluster.data_dir, spec.id) / "node.json").read_text())
+                doc = json.loads((directory / "node.json").read_text())
             except (OSError, ValueError):
                 continue  # never served, or stopped cleanly
             pid = doc.get("pid") if isinstance(doc, dict) else None
             if isinstance(pid, int) and is_our_node(pid, spec.id):
                 cluster.pids[spec.id] = pid
-        for spec in layout.nodes:
-            path = node_dir(cluster.data_dir, spec.id) / ADDRESSING_JSON
-            try:
-                entry = json.loads(path.read_text())
-                addressing = NodeAddressing.from_state(entry)
-            except FileNotFoundError:
-                continue
-            except (OSError, ValueError, TypeError, AttributeError) as exc:
-                raise LaunchError(f"cannot read {path}: {exc}") from exc
-            if addressing is not None:
-                cluster.addressing[spec.id] = addressing
         return cluster
 
     # ---- process control ---------------------------------------------------------
@@ -512,6 +505,16 @@ class LocalCluster:
     def write_state(self, state_file: Path) -> None:
         state_file.parent.mkdir(parents=True, exist_ok=True)
         _atomic_write(state_file, self.state())
+
+
+def _read_addressing(path: Path) -> NodeAddressing | None:
+    """A node's ``addressing.json`` (None: there is none, the node is not proxied)."""
+    try:
+        return NodeAddressing.from_state(json.loads(path.read_text()))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, TypeError, AttributeError) as exc:
+        raise LaunchError(f"cannot read {path}: {exc}") from exc
 
 
 def _tail(path: Path, lines: int = 20) -> str:

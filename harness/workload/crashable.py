@@ -28,7 +28,8 @@ import time
 from pathlib import Path
 from types import FrameType
 
-from .clients import position
+from ..history.schema import encode_value
+from .clients import next_offsets, position
 from .config import load_workload
 from .workers import (
     FLUSH_TIMEOUT_S,
@@ -75,8 +76,6 @@ def hold(worker: Worker, how: str) -> None:
         worker.next_txn += 1
         p.begin(txn)
         for i, m in enumerate(msgs):
-            from ..history.schema import encode_value
-
             value = m.value()
             p.send(
                 worker.spec.output_topic,
@@ -85,8 +84,6 @@ def hold(worker: Worker, how: str) -> None:
                 txn=txn,
                 source=value.decode("utf-8", errors="replace") if value else None,
             )
-        from .clients import next_offsets
-
         p.send_offsets(txn, next_offsets(msgs), c.group_metadata(), worker.group_id, 30.0)
         p.flush(FLUSH_TIMEOUT_S)
         say(f"HOLD txn={txn}")
