@@ -11,6 +11,22 @@ import pytest
 from txnchaos.harness.launch.local import LocalCluster
 
 
+def child_commands(pid: int) -> list[str]:
+    """The command lines of the live child processes of ``pid`` (from /proc)."""
+    out = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+            out.append(cmd)
+    return out
+
+
 def start_cluster(
     root: Path, brokers: int = 1, coordinators: int = 0, settings: list[str] | None = None
 ) -> LocalCluster:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import socket
 from pathlib import Path
 from types import SimpleNamespace
@@ -9,25 +10,12 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import child_commands
 from txnchaos.harness.nemesis.executor import NemesisExecutor
 from txnchaos.harness.nemesis.schedule import ScheduledFault
 from txnchaos.harness.workload.config import load_workload
 
 pytestmark = pytest.mark.timeout(120)
-
-
-def _processes_naming(text: str) -> list[int]:
-    pids = []
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
-        try:
-            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        if text in cmdline:
-            pids.append(int(proc.name))
-    return pids
 
 
 def test_a_client_that_never_reaches_its_hold_point_is_killed_and_reported(
@@ -56,4 +44,5 @@ def test_a_client_that_never_reaches_its_hold_point_is_killed_and_reported(
     assert len(executor.stats.errors) == 1, executor.stats.errors
     assert "no 'HOLD' within 3.0s" in executor.stats.errors[0]
     assert executor.active() == []
-    assert _processes_naming(str(run_dir)) == [], "the client process was left running"
+    clients = [c for c in child_commands(os.getpid()) if str(run_dir) in c]
+    assert clients == [], "the client process was left running"

@@ -14,6 +14,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from tests.conftest import child_commands
+
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -93,19 +95,4 @@ def test_ctrl_c_stops_everything_and_keeps_a_partial_run(tmp_path: Path) -> None
     assert info["complete"] is False and info["interrupted"] is True
     # what was recorded is compacted and analysable
     assert (out / "history.parquet").exists()
-    assert not [p for p in _children(os.getpid()) if "workload.runner" in p]
-
-
-def _children(pid: int) -> list[str]:
-    out = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-            cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-        except OSError:
-            continue
-        if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
-            out.append(cmd)
-    return out
+    assert not [p for p in child_commands(os.getpid()) if "workload.runner" in p]
