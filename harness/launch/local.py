@@ -143,6 +143,14 @@ class ClusterLayout:
         _atomic_write(data_dir / "cluster.json", doc)
 
     @classmethod
+    def require(cls, data_dir: Path) -> ClusterLayout:
+        """The layout in ``data_dir``; a :class:`LaunchError` when there is none."""
+        layout = cls.load(data_dir)
+        if layout is None:
+            raise LaunchError(f"{data_dir} has no cluster.json; is it a txnchaos cluster?")
+        return layout
+
+    @classmethod
     def load(cls, data_dir: Path) -> ClusterLayout | None:
         path = data_dir / "cluster.json"
         if not path.exists():
@@ -241,9 +249,7 @@ class LocalCluster:
         except (OSError, ValueError) as exc:
             raise LaunchError(f"cannot read state file {state_file}: {exc}") from exc
         data_dir = Path(state["data_dir"])
-        layout = ClusterLayout.load(data_dir)
-        if layout is None:
-            raise LaunchError(f"{data_dir} has no cluster.json; is it a txnchaos cluster?")
+        layout = ClusterLayout.require(data_dir)
         cluster = cls(data_dir, layout)
         for n in state.get("nodes", []):
             cluster.pids[n["id"]] = n.get("pid")
@@ -257,9 +263,7 @@ class LocalCluster:
         """The cluster in ``data_dir``, with the PIDs its running nodes wrote to their
         ``node.json`` (for a cluster started without a state file) and the proxy addressing
         its launcher left in ``addressing.json``."""
-        layout = ClusterLayout.load(data_dir)
-        if layout is None:
-            raise LaunchError(f"{data_dir} has no cluster.json; is it a txnchaos cluster?")
+        layout = ClusterLayout.require(data_dir)
         cluster = cls(data_dir, layout)
         for spec in layout.nodes:
             directory = node_dir(cluster.data_dir, spec.id)
