@@ -1,0 +1,38 @@
+"""What keeps a long analysis cheap for the JVM's garbage collector: the local session runs
+the parallel (throughput) collector, and the shared projections are kept serialized."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+from txnchaos.analysis.load import load_run, prepare_run
+from txnchaos.analysis.projections import Projections
+from txnchaos.analysis.summary import summarize
+
+from .helpers import build
+
+
+def test_the_local_session_runs_the_parallel_collector(spark: SparkSession) -> None:
+    jvm = spark._jvm
+    assert jvm is not None
+    beans = jvm.java.lang.management.ManagementFactory.getGarbageCollectorMXBeans()
+    assert {b.getName() for b in beans} == {"PS Scavenge", "PS MarkSweep"}
+
+
+def test_projections_are_kept_serialized_and_released(spark: SparkSession, tmp_path: Path) -> None:
+    build(seed=5).write(tmp_path)
+    data = load_run(spark, prepare_run(tmp_path))
+    proj = Projections(data, summarize(data.history))
+    sc = spark.sparkContext
+    before = set(dict(sc._jsc.getPersistentRDDs()).keys())
+    assert proj.values.filter("n_r > 0").count() > 0
+    kept = {k: r for k, r in dict(sc._jsc.getPersistentRDDs()).items() if k not in before}
+    assert kept, "no projection was materialised"
+    for rdd in kept.values():
+        level = rdd.getStorageLevel()
+        assert not level.deserialized(), level.description()
+        assert level.useMemory() and level.useDisk(), level.description()
+    proj.release()
+    assert not set(dict(sc._jsc.getPersistentRDDs()).keys()) - before
