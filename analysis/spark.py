@@ -2,12 +2,12 @@
 
 Local defaults: ``local[2]``, UI off, driver bound to 127.0.0.1 (``SPARK_LOCAL_IP`` is set before
 the JVM starts, so Spark does not warn that the hostname resolves to loopback), log4j at ERROR
-(real errors stay visible; Spark's start-up chatter does not), few shuffle partitions
-(``tune_session`` picks them from the history's size: the data of one run is small per core, and
-every extra partition is another task per stage), a generous broadcast threshold (transaction
-tables are small and joining them by broadcast avoids shuffles of the history).  With a remote
-master the driver is not bound to loopback (executors must reach it) and Spark's own logging and
-partitioning defaults apply.
+(real errors stay visible; Spark's start-up chatter does not), the parallel garbage collector
+(``GC_OPTIONS``), few shuffle partitions (``tune_session`` picks them from the history's size:
+the data of one run is small per core, and every extra partition is another task per stage), a
+generous broadcast threshold (transaction tables are small and joining them by broadcast avoids
+shuffles of the history).  With a remote master the driver is not bound to loopback (executors
+must reach it) and Spark's own logging and partitioning defaults apply.
 """
 
 from __future__ import annotations
@@ -77,8 +77,8 @@ DRIVER_SIDE_CLASSES = (
 #: the local JVM's garbage collector: the throughput collector, not the default G1.  An analysis
 #: is a batch job whose cached projections sit on the heap; G1's concurrent marking kept scanning
 #: them and its write barriers slow every task.  Measured on a 10,434,991-event history (with
-#: serialized projections, see projections.Projections.keep): JVM CPU 197 -> 167 s, wall 108 ->
-#: 94 s; on a 1,490,713-event one 74 -> 64 CPU-s
+#: serialized projections, see projections.Projections._keep): JVM CPU 197 -> 167 s, wall 108 ->
+#: 94 s; on a 1,490,713-event one, with serialized projections too: 74 -> 64 CPU-s (two pairs)
 GC_OPTIONS = ("-XX:+UseParallelGC",)
 #: history rows per shuffle partition (local runs), and the bounds: below ``MIN_PARALLEL_ROWS``
 #: one partition (a task per stage costs more than the work); above it at least one per core
