@@ -13,7 +13,6 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Callable, Iterator
-from functools import cache
 from typing import Any
 
 from kio.index import api_key_map
@@ -22,14 +21,14 @@ from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from .protocol.codec import EncodedResponse
+from .protocol.codec import EncodedResponse, per_class
 
 
 def api_name(api_key: int) -> str:
     return api_key_map.get(api_key, str(api_key))
 
 
-@cache
+@per_class
 def _error_plan(cls: type) -> tuple[tuple[str, str], ...]:
     """(field, how) for fields that hold or may contain error codes."""
     plan = []
@@ -43,7 +42,7 @@ def _error_plan(cls: type) -> tuple[tuple[str, str], ...]:
 
 
 def iter_error_codes(entity: Any) -> Iterator[int]:
-    for name, how in _error_plan(type(entity)):  # type: ignore[arg-type]  # (mypy: type objects are Hashable)
+    for name, how in _error_plan(type(entity)):
         value = getattr(entity, name)
         if how == "code":
             if value:

@@ -13,7 +13,6 @@ import dataclasses
 import datetime
 import uuid
 from collections.abc import Mapping
-from functools import cache
 from typing import Any, TypeVar
 
 from kio.schema.errors import ErrorCode
@@ -25,6 +24,8 @@ from kio.serial._introspect import (
     get_schema_field_type,
     is_optional,
 )
+
+from .codec import per_class
 
 E = TypeVar("E")
 
@@ -43,7 +44,7 @@ class _FieldPlan:
     default: Any
 
 
-@cache
+@per_class
 def _plan(cls: type) -> tuple[_FieldPlan, ...]:
     plans = []
     for f in dataclasses.fields(cls):
@@ -131,7 +132,7 @@ def make(cls: type[E], data: Mapping[str, Any] | E | None = None, /, **fields: A
     merged: dict[str, Any] = dict(data or {})
     merged.update(fields)
     kwargs: dict[str, Any] = {}
-    for plan in _plan(cls):  # type: ignore[arg-type]  # (mypy: type objects are Hashable)
+    for plan in _plan(cls):
         if plan.name in merged:
             value = merged[plan.name]
             if value is None:

@@ -12,7 +12,7 @@ import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
-from typing import Any
+from typing import Any, TypeVar
 
 from kio.index import load_request_schema, load_response_schema
 from kio.schema.request_header.v2.header import RequestHeader
@@ -62,12 +62,22 @@ def response_class(api_key: int, api_version: int) -> type[Any]:
         raise UnsupportedApi(f"no schema for api key {api_key} version {api_version}") from exc
 
 
-@cache
+R = TypeVar("R")
+
+
+def per_class(f: Callable[[type], R]) -> Callable[[type], R]:
+    """``functools.cache`` for a function of a class, typed to take any class: typeshed's
+    ``cache`` wants ``Hashable`` arguments, and mypy does not count every ``type[...]`` as
+    one (class objects hash by identity)."""
+    return cache(f)
+
+
+@per_class
 def _reader(cls: type) -> Any:
     return entity_reader(cls)
 
 
-@cache
+@per_class
 def _writer(cls: type) -> Any:
     return entity_writer(cls)
 
@@ -170,7 +180,7 @@ def encode_response(correlation_id: int, response: Any) -> bytes:
     buf = io.BytesIO()
     buf.write(b"\0\0\0\0")
     _writer(header_cls)(buf, header_cls(correlation_id=correlation_id))
-    _writer(cls)(buf, response)  # type: ignore[arg-type]  # (mypy: type objects are Hashable)
+    _writer(cls)(buf, response)
     data = buf.getbuffer()
     _SIZE.pack_into(data, 0, len(data) - 4)
     out = bytes(data)
@@ -229,7 +239,7 @@ def encode_request_with_kio(correlation_id: int, request: Any, client_id: str | 
     buf = io.BytesIO()
     buf.write(b"\0\0\0\0")
     _writer(header_cls)(buf, header_cls(**header_kwargs))
-    _writer(cls)(buf, request)  # type: ignore[arg-type]  # (mypy: type objects are Hashable)
+    _writer(cls)(buf, request)
     data = buf.getbuffer()
     _SIZE.pack_into(data, 0, len(data) - 4)
     out = bytes(data)
@@ -243,7 +253,7 @@ def decode_response(api_key: int, api_version: int, frame: bytes) -> tuple[int, 
     header_cls = cls.__header_schema__
     try:
         header, used = _reader(header_cls)(frame, 0)
-        body, _ = _reader(cls)(frame, used)  # type: ignore[arg-type]  # (mypy: type objects are Hashable)
+        body, _ = _reader(cls)(frame, used)
     except Exception as exc:
         raise ProtocolError(f"malformed {cls.__name__}: {exc}") from exc
     return header.correlation_id, body
