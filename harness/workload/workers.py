@@ -132,6 +132,30 @@ class Worker(ABC):
         conf.update(self.ctx.config.client_overrides(self.spec))
         return conf
 
+    def producer_conf(self, **extra: Any) -> dict[str, Any]:
+        """An idempotent producer's configuration (``extra``: e.g. its transactional id)."""
+        return self.client_conf(
+            **{
+                **extra,
+                "enable.idempotence": True,
+                "acks": "all",
+                "linger.ms": 5,
+                "statistics.interval.ms": self.ctx.config.statistics_interval_ms,
+            }
+        )
+
+    def new_producer(self, conf: dict[str, Any], group_id: str | None = None) -> ProducerClient:
+        return ProducerClient(
+            conf,
+            self.writer,
+            executor=self.ctx.executor,
+            reporter=self.ctx.reporter,
+            request_type=self.request_type,
+            padding_bytes=self.spec.padding_bytes,
+            producer_factory=self.ctx.producer_factory,
+            group_id=group_id,
+        )
+
     def start(self) -> None:
         self.writer.record(EventType.START, **self.start_fields())
         self.started = True
@@ -172,16 +196,11 @@ class _ProducerWorker(Worker):
         cfg = self.ctx.config
         return [(t, p) for t in self.spec.topics for p in range(cfg.partitions(t))]
 
-    def new_client(self, conf: dict[str, Any]) -> ProducerClient:
-        return ProducerClient(
-            conf,
-            self.writer,
-            executor=self.ctx.executor,
-            reporter=self.ctx.reporter,
-            request_type=self.request_type,
-            padding_bytes=self.spec.padding_bytes,
-            producer_factory=self.ctx.producer_factory,
-        )
+    @abstractmethod
+    def conf(self) -> dict[str, Any]: ...
+
+    def open_clients(self) -> None:
+        self.client = self.new_producer(self.conf())
 
     def close_clients(self, abort_open: bool) -> None:
         if self.client is not None:
@@ -207,25 +226,18 @@ class TransactionalProducerWorker(_ProducerWorker):
         return {"transactional_id": self.transactional_id}
 
     def conf(self) -> dict[str, Any]:
-        return self.client_conf(
+        return self.producer_conf(
             **{
                 "transactional.id": self.transactional_id,
                 "transaction.timeout.ms": self.spec.transaction_timeout_ms,
-                "enable.idempotence": True,
-                "acks": "all",
-                "linger.ms": 5,
-                "statistics.interval.ms": self.ctx.config.statistics_interval_ms,
             }
         )
-
-    def open_clients(self) -> None:
-        self.client = self.new_client(self.conf())
 
     def reset(self) -> None:
         """Replace an unusable producer; its open transaction is left to be fenced."""
         if self.client is not None:
             self.client.close(abort_open=False)
-        self.client = self.new_client(self.conf())
+        self.open_clients()
 
     def ensure_init(self) -> ProducerClient:
         assert self.client is not None, "worker not started"
@@ -307,17 +319,7 @@ class IdempotentProducerWorker(_ProducerWorker):
         self._parts = self.partitions()
 
     def conf(self) -> dict[str, Any]:
-        return self.client_conf(
-            **{
-                "enable.idempotence": True,
-                "acks": "all",
-                "linger.ms": 5,
-                "statistics.interval.ms": self.ctx.config.statistics_interval_ms,
-            }
-        )
-
-    def open_clients(self) -> None:
-        self.client = self.new_client(self.conf())
+        return self.producer_conf()
 
     def send_batch(self) -> None:
         c = self.client
@@ -465,18 +467,6 @@ class EOSCopierWorker(Worker):
     def start_fields(self) -> dict[str, Any]:
         return {"transactional_id": self.transactional_id, "group_id": self.group_id}
 
-    def producer_conf(self) -> dict[str, Any]:
-        return self.client_conf(
-            **{
-                "transactional.id": self.transactional_id,
-                "transaction.timeout.ms": self.spec.transaction_timeout_ms,
-                "enable.idempotence": True,
-                "acks": "all",
-                "linger.ms": 5,
-                "statistics.interval.ms": self.ctx.config.statistics_interval_ms,
-            }
-        )
-
     def consumer_conf(self) -> dict[str, Any]:
         return self.client_conf(
             **{
@@ -488,16 +478,13 @@ class EOSCopierWorker(Worker):
         )
 
     def _new_producer(self) -> ProducerClient:
-        return ProducerClient(
-            self.producer_conf(),
-            self.writer,
-            executor=self.ctx.executor,
-            reporter=self.ctx.reporter,
-            request_type=self.request_type,
-            padding_bytes=self.spec.padding_bytes,
-            producer_factory=self.ctx.producer_factory,
-            group_id=self.group_id,
+        conf = self.producer_conf(
+            **{
+                "transactional.id": self.transactional_id,
+                "transaction.timeout.ms": self.spec.transaction_timeout_ms,
+            }
         )
+        return self.new_producer(conf, group_id=self.group_id)
 
     def open_clients(self) -> None:
         self.producer = self._new_producer()
