@@ -40,15 +40,13 @@ from . import store
 from .config import GroupConfig
 from .hashing import partition_for
 from .model import Group, GroupState, JoinResult, Member, OffsetValue, SyncResult
+from .offset_commit_shape import OffsetEntry
 from .store import GroupOffsets, TopicPartition
 from .timers import Deadlines
 
 log = logging.getLogger(__name__)
 
 NONE = int(E.none)
-
-OffsetEntry = tuple[str, int, int, int, str | None]
-"""(topic, partition, offset, leader_epoch, metadata) of one offset to commit."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,6 +12,7 @@ import datetime
 from typing import TYPE_CHECKING, Any
 
 from ...server.dispatch import RequestContext
+from .offset_commit_shape import commit_entries, partition_errors
 
 if TYPE_CHECKING:
     from .coordinator import GroupCoordinator
@@ -132,17 +133,7 @@ class GroupApis:
         )
 
     async def offset_commit(self, ctx: RequestContext, req: Any) -> Any:
-        entries = [
-            (
-                t.name,
-                p.partition_index,
-                p.committed_offset,
-                getattr(p, "committed_leader_epoch", -1),
-                p.committed_metadata,
-            )
-            for t in req.topics
-            for p in t.partitions
-        ]
+        entries = commit_entries(req.topics)
         errors = self.c.commit_offsets(
             req.group_id,
             req.generation_id_or_member_epoch,
@@ -151,23 +142,7 @@ class GroupApis:
             group_instance_id=getattr(req, "group_instance_id", None),
             api_version=ctx.api_version,
         )
-        return ctx.respond(
-            {
-                "topics": [
-                    {
-                        "name": t.name,
-                        "partitions": [
-                            {
-                                "partition_index": p.partition_index,
-                                "error_code": errors[(t.name, p.partition_index)],
-                            }
-                            for p in t.partitions
-                        ],
-                    }
-                    for t in req.topics
-                ]
-            }
-        )
+        return ctx.respond({"topics": partition_errors(req.topics, errors)})
 
     def _fetch_group(
         self, group_id: str, topics: Any, require_stable: bool

@@ -21,6 +21,7 @@ from kio.schema.errors import ErrorCode as E
 
 from ...server.dispatch import RequestContext
 from .coordinator import StorageError
+from .offset_commit_shape import OffsetEntry, commit_entries, partition_errors
 
 if TYPE_CHECKING:
     from .coordinator import GroupCoordinator
@@ -40,7 +41,7 @@ class TxnOffsetCommitApi:
         group_id: str,
         producer_id: int,
         producer_epoch: int,
-        entries: list[tuple[str, int, int, int, str | None]],
+        entries: list[OffsetEntry],
         *,
         generation: int = -1,
         member_id: str = "",
@@ -69,17 +70,7 @@ class TxnOffsetCommitApi:
         return errors
 
     async def handle(self, ctx: RequestContext, req: Any) -> Any:
-        entries = [
-            (
-                t.name,
-                p.partition_index,
-                p.committed_offset,
-                getattr(p, "committed_leader_epoch", -1),
-                p.committed_metadata,
-            )
-            for t in req.topics
-            for p in t.partitions
-        ]
+        entries = commit_entries(req.topics)
         errors = self.commit(
             req.group_id,
             req.producer_id,
@@ -93,19 +84,7 @@ class TxnOffsetCommitApi:
         return ctx.respond(
             {
                 "throttle_time": 0,
-                "topics": [
-                    {
-                        "name": t.name,
-                        "partitions": [
-                            {
-                                "partition_index": p.partition_index,
-                                "error_code": errors[(t.name, p.partition_index)],
-                            }
-                            for p in t.partitions
-                        ],
-                    }
-                    for t in req.topics
-                ],
+                "topics": partition_errors(req.topics, errors),
             }
         )
 
