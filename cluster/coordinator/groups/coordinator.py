@@ -49,6 +49,23 @@ log = logging.getLogger(__name__)
 NONE = int(E.none)
 
 
+def _member(member_id: str, instance_id: str | None, spec: tuple[Any, ...], **extra: Any) -> Member:
+    """A member from a JoinGroup's ``spec`` (client id and host, session and rebalance
+    timeouts, protocol type, protocols)."""
+    client_id, client_host, session_ms, rebalance_ms, protocol_type, protocols = spec
+    return Member(
+        member_id=member_id,
+        instance_id=instance_id,
+        client_id=client_id,
+        client_host=client_host,
+        session_timeout_ms=session_ms,
+        rebalance_timeout_ms=rebalance_ms,
+        protocol_type=protocol_type,
+        protocols=list(protocols),
+        **extra,
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class FetchedOffset:
     partition: int
@@ -616,20 +633,8 @@ class GroupCoordinator:
     def _add_member(
         self, group: Group, member_id: str, instance_id: str | None, spec: tuple[Any, ...]
     ) -> asyncio.Future[JoinResult]:
-        client_id, client_host, session_ms, rebalance_ms, protocol_type, protocols = spec
         fut: asyncio.Future[JoinResult] = asyncio.get_running_loop().create_future()
-        member = Member(
-            member_id=member_id,
-            instance_id=instance_id,
-            client_id=client_id,
-            client_host=client_host,
-            session_timeout_ms=session_ms,
-            rebalance_timeout_ms=rebalance_ms,
-            protocol_type=protocol_type,
-            protocols=list(protocols),
-            join_future=fut,
-            is_new=True,
-        )
+        member = _member(member_id, instance_id, spec, join_future=fut, is_new=True)
         if member_id in group.pending_members:
             group.pending_members.discard(member_id)
             self._deadlines.cancel(("pending", group.group_id, member_id))
@@ -669,21 +674,10 @@ class GroupCoordinator:
     ) -> JoinResult | asyncio.Future[JoinResult]:
         """A static member came back with an unknown member id: it takes over the old
         member's place (and assignment); the old id is fenced."""
-        client_id, client_host, session_ms, rebalance_ms, protocol_type, protocols = spec
         old = group.members[old_id]
         self._fail_member_futures(old, int(E.fenced_instance_id))
         self._deadlines.cancel(("hb", group.group_id, old_id))
-        new = Member(
-            member_id=new_id,
-            instance_id=instance_id,
-            client_id=client_id,
-            client_host=client_host,
-            session_timeout_ms=session_ms,
-            rebalance_timeout_ms=rebalance_ms,
-            protocol_type=protocol_type,
-            protocols=list(protocols),
-            assignment=old.assignment,
-        )
+        new = _member(new_id, instance_id, spec, assignment=old.assignment)
         group.members = {
             (new_id if k == old_id else k): (new if k == old_id else v)
             for k, v in group.members.items()
@@ -698,7 +692,7 @@ class GroupCoordinator:
         is_leader = group.is_leader(new_id)
         if (
             group.state == GroupState.STABLE
-            and old.matches(list(protocols))
+            and old.matches(new.protocols)
             and (supports_skip or not is_leader)
         ):
             try:
