@@ -132,11 +132,18 @@ class Worker(ABC):
         conf.update(self.ctx.config.client_overrides(self.spec))
         return conf
 
-    def producer_conf(self, **extra: Any) -> dict[str, Any]:
-        """An idempotent producer's configuration (``extra``: e.g. its transactional id)."""
+    def producer_conf(self, transactional_id: str | None = None) -> dict[str, Any]:
+        """An idempotent producer's configuration; with ``transactional_id``, a transactional
+        one (its timeout from the spec)."""
+        txn: dict[str, Any] = {}
+        if transactional_id is not None:
+            txn = {
+                "transactional.id": transactional_id,
+                "transaction.timeout.ms": self.spec.transaction_timeout_ms,
+            }
         return self.client_conf(
             **{
-                **extra,
+                **txn,
                 "enable.idempotence": True,
                 "acks": "all",
                 "linger.ms": 5,
@@ -226,12 +233,7 @@ class TransactionalProducerWorker(_ProducerWorker):
         return {"transactional_id": self.transactional_id}
 
     def conf(self) -> dict[str, Any]:
-        return self.producer_conf(
-            **{
-                "transactional.id": self.transactional_id,
-                "transaction.timeout.ms": self.spec.transaction_timeout_ms,
-            }
-        )
+        return self.producer_conf(self.transactional_id)
 
     def reset(self) -> None:
         """Replace an unusable producer; its open transaction is left to be fenced."""
@@ -478,13 +480,7 @@ class EOSCopierWorker(Worker):
         )
 
     def _new_producer(self) -> ProducerClient:
-        conf = self.producer_conf(
-            **{
-                "transactional.id": self.transactional_id,
-                "transaction.timeout.ms": self.spec.transaction_timeout_ms,
-            }
-        )
-        return self.new_producer(conf, group_id=self.group_id)
+        return self.new_producer(self.producer_conf(self.transactional_id), group_id=self.group_id)
 
     def open_clients(self) -> None:
         self.producer = self._new_producer()
