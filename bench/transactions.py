@@ -18,7 +18,12 @@ each node spent serving the hot APIs (from the nodes' ``txnchaos_request_seconds
 metric). ``--py-spy DIR`` records a py-spy flame graph (raw/collapsed stacks) of
 every node per phase, if py-spy is installed (a dev tool, not a dependency).
 
-Run: .venv/bin/python bench/transactions.py [--seconds S] [--producers 1,8]
+Placement: by default the OS schedules the nodes and the client's threads over every
+core. ``--node-cpus LIST`` places the three nodes on those CPUs (``cluster up --cpus``):
+on a 2-core VM, ``--node-cpus 1`` keeps their messages to each other on one core and
+leaves the other to the client, which lowers the CPU per transaction of both.
+
+Run: .venv/bin/python bench/transactions.py [--seconds S] [--producers 1,8] [--node-cpus 1]
 """
 
 from __future__ import annotations
@@ -43,7 +48,7 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from proc_cpu import cpu_times  # bench/ is sys.path[0] when run as a script
 
-from txnchaos.harness.launch.local import LocalCluster
+from txnchaos.harness.launch.local import LaunchError, LocalCluster
 
 RECORDS_PER_TXN = 10
 RECORD_BYTES = 100
@@ -282,11 +287,20 @@ def main() -> None:
         help="partitions of the topic; a transaction's 10 records are spread over all of them "
         "(up to 10): each is one more Produce request and one more marker per transaction",
     )
+    parser.add_argument(
+        "--node-cpus",
+        default=None,
+        metavar="LIST",
+        help="place the nodes on these CPUs, e.g. 1 (default: the OS places them)",
+    )
     args = parser.parse_args()
     if not 1 <= args.partitions <= 1000:
         parser.error("--partitions must be between 1 and 1000")
     root = Path(tempfile.mkdtemp(prefix="txnchaos-bench-txn-"))
-    cluster = LocalCluster.prepare(root, 2, 1, list(args.set))
+    try:
+        cluster = LocalCluster.prepare(root, 2, 1, list(args.set), cpus=args.node_cpus)
+    except LaunchError as exc:
+        parser.error(str(exc))
     cluster.up()
     try:
         state = cluster.state()
@@ -298,7 +312,8 @@ def main() -> None:
         print(
             f"cluster: 2 brokers + 1 coordinator; {RECORDS_PER_TXN} x {RECORD_BYTES} B per txn "
             f"over {args.partitions} partitions; "
-            f"{os.cpu_count()} cores"
+            f"{os.cpu_count()} cores; nodes on "
+            + (f"CPUs {args.node_cpus}" if args.node_cpus else "any CPU")
         )
         for producers in (int(x) for x in args.producers.split(",")):
             txn = measure(bootstrap, producers, args.seconds, nodes, args.py_spy, args.partitions)

@@ -2,7 +2,7 @@
 
 Layout of a cluster data directory::
 
-    DIR/cluster.json        the layout (brokers, coordinators, settings, ports) so that
+    DIR/cluster.json        the layout (brokers, coordinators, settings, CPUs, ports) so that
                             `cluster up` on an existing DIR restarts the same cluster
     DIR/node-<id>/          one node's data: partitions/, controller/, groups/, ...
     DIR/node-<id>/node.json written by the node when it serves (pid and ports)
@@ -43,9 +43,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ...cluster.cpu_placement import CpuListError, check_cpu_list
 from .errors import LaunchError
 
 COORDINATOR_ID_BASE = 1001
+ALL_CPUS = "all"
+"""``cpus`` value that drops a saved CPU list (the nodes run wherever the OS puts them)."""
 READY_TIMEOUT_S = 60.0
 
 
@@ -109,6 +112,7 @@ class ClusterLayout:
     coordinators: int
     settings: list[str] = field(default_factory=list)
     nodes: list[NodeSpec] = field(default_factory=list)
+    cpus: str | None = None  # a CPU list every node is pinned to (see cluster.cpu_placement)
 
     @classmethod
     def plan(cls, brokers: int, coordinators: int, settings: list[str]) -> ClusterLayout:
@@ -138,6 +142,7 @@ class ClusterLayout:
             "brokers": self.brokers,
             "coordinators": self.coordinators,
             "settings": self.settings,
+            "cpus": self.cpus,
             "nodes": [asdict(n) for n in self.nodes],
         }
         _atomic_write(data_dir / "cluster.json", doc)
@@ -162,6 +167,7 @@ class ClusterLayout:
                 coordinators=doc["coordinators"],
                 settings=list(doc.get("settings", [])),
                 nodes=[NodeSpec(**n) for n in doc["nodes"]],
+                cpus=doc.get("cpus"),
             )
         except (ValueError, KeyError, TypeError) as exc:
             raise LaunchError(f"{path} is not a valid cluster layout: {exc}") from exc
@@ -221,9 +227,18 @@ class LocalCluster:
         coordinators: int,
         settings: list[str],
         *,
+        cpus: str | None = None,
         addressing: dict[int, NodeAddressing] | None = None,
         on_ready: Callable[[NodeSpec], None] | None = None,
     ) -> LocalCluster:
+        """The cluster in ``data_dir``, planned anew or as it was saved there. Given
+        ``settings`` and ``cpus`` (a CPU list for every node, or ``all`` for none) replace
+        the saved ones; omitted, the saved ones stay."""
+        if cpus is not None and cpus != ALL_CPUS:
+            try:
+                check_cpu_list(cpus)
+            except CpuListError as exc:
+                raise LaunchError(str(exc)) from exc
         data_dir.mkdir(parents=True, exist_ok=True)
         existing = ClusterLayout.load(data_dir)
         if existing is None:
@@ -238,6 +253,8 @@ class LocalCluster:
             layout = existing
             if settings:
                 layout.settings = list(settings)
+        if cpus is not None:
+            layout.cpus = None if cpus == ALL_CPUS else cpus
         cluster = cls(data_dir, layout, addressing=addressing, on_ready=on_ready)
         layout.save(data_dir)
         return cluster
@@ -320,6 +337,8 @@ class LocalCluster:
         cmd += ["--coordinator-ids", ",".join(map(str, coordinators))]
         for pair in self.layout.settings:
             cmd += ["--set", pair]
+        if self.layout.cpus is not None:
+            cmd += ["--cpus", self.layout.cpus]
         return cmd
 
     def _spawn(self, spec: NodeSpec, controller: str | None) -> subprocess.Popen[bytes]:

@@ -149,3 +149,56 @@ def test_a_cluster_started_without_a_state_file_is_driven_by_its_data_dir(tmp_pa
     assert both.returncode == 2 and usage in both.stderr
     stranger = txnchaos("cluster", "down", "--data-dir", str(tmp_path / "elsewhere"))
     assert stranger.returncode != 0 and "has no cluster.json" in stranger.stderr
+
+
+def _allowed_cpus(pid: int) -> set[str]:
+    """Cpus_allowed_list of every thread of ``pid``."""
+    lists = set()
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        for line in (task / "status").read_text().splitlines():
+            if line.startswith("Cpus_allowed_list:"):
+                lists.add(line.split(":", 1)[1].strip())
+    return lists
+
+
+def test_cpus_place_every_node_and_survive_restarts(tmp_path: Path) -> None:
+    data, state_file = tmp_path / "data", tmp_path / "state.json"
+    cpu = str(max(os.sched_getaffinity(0)))
+    refused = txnchaos("cluster", "up", "--data-dir", str(data), "--cpus", "0,100000", "--detach")
+    assert refused.returncode != 0
+    assert "CPU(s) 100000 not available" in refused.stderr
+    assert not (data / "cluster.json").exists()  # refused before anything was written
+
+    up = txnchaos(
+        "cluster", "up", "--brokers", "2", "--data-dir", str(data), "--cpus", cpu,
+        "--detach", "--state", str(state_file),
+    )  # fmt: skip
+    assert up.returncode == 0, up.stderr
+    try:
+        assert json.loads((data / "cluster.json").read_text())["cpus"] == cpu
+        nodes = json.loads(state_file.read_text())["nodes"]
+        for n in nodes:  # the node's threads (the metrics server's among them) too
+            assert _allowed_cpus(n["pid"]) == {cpu}
+            assert os.sched_getscheduler(n["pid"]) == os.SCHED_BATCH
+        restarted = txnchaos("cluster", "restart", "--state", str(state_file), "2")
+        assert restarted.returncode == 0, restarted.stderr
+        node2 = json.loads(state_file.read_text())["nodes"][1]
+        assert node2["pid"] != nodes[1]["pid"] and _allowed_cpus(node2["pid"]) == {cpu}
+    finally:
+        down = txnchaos("cluster", "down", "--state", str(state_file))
+    assert down.returncode == 0, down.stderr
+
+    # `--cpus all` drops the saved list: the nodes may run anywhere again
+    again = txnchaos(
+        "cluster", "up", "--brokers", "2", "--data-dir", str(data), "--cpus", "all",
+        "--detach", "--state", str(state_file),
+    )  # fmt: skip
+    assert again.returncode == 0, again.stderr
+    try:
+        assert json.loads((data / "cluster.json").read_text())["cpus"] is None
+        usable = os.sched_getaffinity(0)
+        for n in json.loads(state_file.read_text())["nodes"]:
+            assert os.sched_getaffinity(n["pid"]) == usable
+            assert os.sched_getscheduler(n["pid"]) == os.SCHED_OTHER
+    finally:
+        txnchaos("cluster", "down", "--state", str(state_file))
