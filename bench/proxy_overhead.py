@@ -31,8 +31,16 @@ fetching for up to a second, an idle stall unrelated to the network path that hi
 whichever side fetches faster (mostly direct) at random and made single rounds 3-5x
 slower; the queue limits themselves are unchanged.
 
+Placement: by default the OS places the client, the proxy and the node on any core.
+``--client-cpus`` pins this process (the clients), ``--proxy-cpus`` places the proxy
+(pinned and batch-scheduled, as ``cluster up --cpus`` places nodes). On a 2-core VM,
+where a wake-up across cores is expensive, the fair split puts the proxy beside the
+node it fronts and the client on the other core, for the direct and the proxied side
+alike (the node: ``txnchaos cluster up --cpus 1``).
+
     python bench/proxy_overhead.py                       # echo
     python bench/proxy_overhead.py --bootstrap 127.0.0.1:9092
+    python bench/proxy_overhead.py --bootstrap 127.0.0.1:9092 --client-cpus 0 --proxy-cpus 1
 """
 
 from __future__ import annotations
@@ -71,8 +79,12 @@ def serve_echo() -> None:
     asyncio.run(main())
 
 
-def serve_proxy(upstream: str, external: bool) -> None:
+def serve_proxy(upstream: str, external: bool, cpus: str | None) -> None:
+    from txnchaos.cluster.cpu_placement import place_this_process
     from txnchaos.harness.faults.proxy import ProxyFleet
+
+    if cpus:
+        place_this_process(cpus)
 
     async def main() -> None:
         fleet = await ProxyFleet().start()
@@ -99,6 +111,19 @@ def spawn(*args: str) -> tuple[subprocess.Popen[str], dict[str, Any]]:
         proc.kill()
         raise RuntimeError(f"helper {args} did not start")
     return proc, json.loads(line)
+
+
+def _proxy_cpus(args: argparse.Namespace) -> list[str]:
+    return ["--proxy-cpus", args.proxy_cpus] if args.proxy_cpus else []
+
+
+def pin_clients(args: argparse.Namespace) -> None:
+    """Pin this process (the clients) once the helpers are started: they must not inherit
+    its CPUs."""
+    if args.client_cpus:
+        from txnchaos.cluster.cpu_placement import parse_cpu_list
+
+        os.sched_setaffinity(0, parse_cpu_list(args.client_cpus))
 
 
 def load() -> str:
@@ -154,7 +179,8 @@ async def echo_throughput(host: str, port: int, total: int, frame_size: int, win
 def bench_echo(args: argparse.Namespace) -> dict[str, float]:
     echo, info = spawn("--serve-echo")
     upstream = f"127.0.0.1:{info['port']}"
-    proxy, pinfo = spawn("--serve-proxy", upstream)
+    proxy, pinfo = spawn("--serve-proxy", upstream, *_proxy_cpus(args))
+    pin_clients(args)
     try:
         direct_port = info["port"]
         proxy_port = int(pinfo["bootstrap"].rsplit(":", 1)[1])
@@ -227,7 +253,8 @@ def kafka_round(bootstrap: str, topic: str, messages: int, size: int) -> tuple[f
 def bench_kafka(args: argparse.Namespace) -> dict[str, Any]:
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    proxy, pinfo = spawn("--serve-proxy", args.bootstrap, "--external")
+    proxy, pinfo = spawn("--serve-proxy", args.bootstrap, "--external", *_proxy_cpus(args))
+    pin_clients(args)
     try:
         admin = AdminClient({"bootstrap.servers": args.bootstrap})
         rounds: list[dict[str, tuple[float, float]]] = []
@@ -295,11 +322,26 @@ def main() -> None:
     ap.add_argument("--serve-echo", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--serve-proxy", metavar="UPSTREAM", help=argparse.SUPPRESS)
     ap.add_argument("--external", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--client-cpus", metavar="LIST", help="pin the clients to these CPUs")
+    ap.add_argument("--proxy-cpus", metavar="LIST", help="place the proxy on these CPUs")
     args = ap.parse_args()
     if args.serve_echo:
         return serve_echo()
     if args.serve_proxy:
-        return serve_proxy(args.serve_proxy, args.external)
+        return serve_proxy(args.serve_proxy, args.external, args.proxy_cpus)
+    from txnchaos.cluster.cpu_placement import CpuListError, check_cpu_list
+
+    try:
+        for option in (args.client_cpus, args.proxy_cpus):
+            if option:
+                check_cpu_list(option)
+    except CpuListError as exc:
+        ap.error(str(exc))
+    print(
+        f"placement: clients on {args.client_cpus or 'any CPU'}, proxy on"
+        f" {args.proxy_cpus or 'any CPU'}",
+        flush=True,
+    )
     if args.bootstrap:
         print(f"load average before: {load()}", flush=True)
         r = bench_kafka(args)
