@@ -26,7 +26,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from transactions import run_producer  # bench/ is sys.path[0] when run as a script
 
 from txnchaos.harness.history.compact import compact_to_parquet
-from txnchaos.harness.launch.local import LocalCluster
+from txnchaos.harness.launch.local import LaunchError, LocalCluster
 
 
 def workload(users: int) -> dict:
@@ -110,13 +110,25 @@ def measure_bare(bootstrap: str, users: int, seconds: float) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--seconds", type=float, default=20.0)
+    parser.add_argument(
+        "--node-cpus",
+        default=None,
+        metavar="LIST",
+        help="place the nodes on these CPUs, e.g. 1 (default: the OS places them)",
+    )
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="txnchaos-bench-load-"))
-    cluster = LocalCluster.prepare(root / "cluster", 2, 1, [])
+    try:
+        cluster = LocalCluster.prepare(root / "cluster", 2, 1, [], cpus=args.node_cpus)
+    except LaunchError as exc:
+        parser.error(str(exc))
     cluster.up()
     try:
         bootstrap = cluster.state()["bootstrap"]
-        print("harness load: locust transactional producers, 10 records/txn, no aborts")
+        print(
+            "harness load: locust transactional producers, 10 records/txn, no aborts; nodes on "
+            + (f"CPUs {args.node_cpus}" if args.node_cpus else "any CPU")
+        )
         for users in (1, 4, 8):
             txns, records = measure(bootstrap, users, args.seconds, root)
             bare = measure_bare(bootstrap, users, args.seconds)

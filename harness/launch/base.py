@@ -57,7 +57,8 @@ __all__ = [
 
 @dataclass
 class ClusterSpec:
-    """What to run. ``settings`` are ``KEY=VALUE`` node settings (``--set``).
+    """What to run. ``settings`` are ``KEY=VALUE`` node settings (``--set``); ``cpus`` a CPU
+    list every node is placed on (local launcher only).
 
     ``proxied``: put a fault proxy on every link (client-to-node and node-to-node) so that
     proxy faults can hit any of them. ``seed`` seeds the proxy rules' random draws.
@@ -70,12 +71,21 @@ class ClusterSpec:
     settings: list[str] = field(default_factory=list)
     proxied: bool = True
     seed: int | str | None = None
+    cpus: str | None = None  # CPU list for the nodes (local launcher: ``cluster up --cpus``)
 
     def __post_init__(self) -> None:
         if self.brokers < 1:
             raise LaunchError("a cluster needs at least 1 broker")
         if self.coordinators < 0:
             raise LaunchError("coordinators must be 0 or more")
+
+    def refuse_cpus(self, launcher: str) -> None:
+        """For launchers that do not place node processes on CPUs."""
+        if self.cpus is not None:
+            raise LaunchError(
+                f"cluster.cpus ({self.cpus}) places the nodes of a local cluster; "
+                f"the {launcher} launcher cannot"
+            )
 
 
 @dataclass

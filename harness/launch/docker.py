@@ -494,6 +494,7 @@ class DockerLauncher:
         self.docker_host = docker_host
 
     def start(self, spec: ClusterSpec, run_dir: Path) -> DockerHandle:
+        spec.refuse_cpus(self.name)
         configure_testcontainers(self.docker_host)
         run_dir = run_dir.resolve()
         run_dir.mkdir(parents=True, exist_ok=True)

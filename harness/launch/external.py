@@ -122,6 +122,7 @@ class ExternalLauncher:
         self.metrics = dict(metrics or {})
 
     def start(self, spec: ClusterSpec, run_dir: Path) -> ExternalHandle:
+        spec.refuse_cpus(self.name)
         run_dir = run_dir.resolve()
         run_dir.mkdir(parents=True, exist_ok=True)
         _check_reachable(self.addresses)

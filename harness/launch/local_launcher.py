@@ -24,7 +24,7 @@ from typing import Any
 
 from .base import KILL, PAUSE, RESTART, RESUME, ClusterHandle, ClusterSpec, NodeInfo
 from .errors import LaunchError
-from .local import LocalCluster, NodeAddressing, NodeSpec
+from .local import ALL_CPUS, LocalCluster, NodeAddressing, NodeSpec
 from .proxied import ProxyMesh
 
 STATE_FILE = "cluster-state.json"
@@ -103,7 +103,11 @@ class LocalLauncher:
         run_dir = run_dir.resolve()
         run_dir.mkdir(parents=True, exist_ok=True)
         cluster = LocalCluster.prepare(
-            run_dir / "cluster", spec.brokers, spec.coordinators, list(spec.settings)
+            run_dir / "cluster",
+            spec.brokers,
+            spec.coordinators,
+            list(spec.settings),
+            cpus=spec.cpus or ALL_CPUS,  # a rerun on the same directory follows the scenario
         )
         handle = LocalHandle(run_dir, spec, cluster)
         try:

@@ -147,6 +147,7 @@ class Orchestrator:
                     settings=scenario.cluster.setting_pairs(),
                     proxied=scenario.cluster.proxied,
                     seed=self.seed,
+                    cpus=scenario.cluster.cpus,
                 ),
                 self.run_dir,
             )

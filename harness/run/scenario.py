@@ -33,8 +33,16 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
+from ...cluster.cpu_placement import parse_cpu_list
 from ..nemesis.schedule import NemesisConfig
 from ..workload.config import WorkloadConfig
 
@@ -57,6 +65,18 @@ class ClusterConfig(_Model):
     proxied: bool = True
     bootstrap: str | None = None
     settings: dict[str, str | int | bool] = Field(default_factory=dict)
+    cpus: str | None = Field(
+        default=None,
+        description="local launcher: run every node on these CPUs, batch-scheduled (a CPU "
+        "list such as 1 or 0-1,4; see `cluster up --cpus`)",
+    )
+
+    @field_validator("cpus")
+    @classmethod
+    def _cpu_list(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_cpu_list(value)  # its CpuListError (a ValueError) names the problem
+        return value
 
     def setting_pairs(self) -> list[str]:
         def render(v: str | int | bool) -> str:
@@ -106,6 +126,8 @@ class Scenario(_Model):
             )
         if self.cluster.launcher == "external" and not self.cluster.proxied:
             raise ValueError("cluster.proxied: an external cluster is always proxied")
+        if self.cluster.cpus is not None and self.cluster.launcher != "local":
+            raise ValueError("cluster.cpus: only the local launcher places nodes on CPUs")
         return self
 
     def transaction_timeout_ms(self) -> int:

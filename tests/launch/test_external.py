@@ -94,3 +94,8 @@ def test_unreachable_bootstrap_is_a_launch_error(tmp_path: Path) -> None:
         port = sock.getsockname()[1]
         with pytest.raises(LaunchError, match="no bootstrap server answers"):
             ExternalLauncher(bootstrap=f"127.0.0.1:{port}").start(ClusterSpec(), tmp_path)
+
+
+def test_cpus_are_refused_before_anything_is_contacted(tmp_path: Path) -> None:
+    with pytest.raises(LaunchError, match="the external launcher cannot"):
+        ExternalLauncher(bootstrap="127.0.0.1:1").start(ClusterSpec(cpus="0"), tmp_path)

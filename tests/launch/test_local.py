@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,6 +13,7 @@ from confluent_kafka import Producer
 
 from txnchaos.harness.faults.fault_log import read_fault_log
 from txnchaos.harness.launch.base import ClusterSpec, UnsupportedFault
+from txnchaos.harness.launch.errors import LaunchError
 from txnchaos.harness.launch.local import LocalCluster, is_our_node
 from txnchaos.harness.launch.local_launcher import STATE_FILE, LocalHandle, LocalLauncher
 
@@ -215,9 +217,12 @@ def test_kill_pause_resume_restart_with_a_consumer(tmp_path: Path) -> None:
 
 
 def test_unproxied_local_cluster(tmp_path: Path) -> None:
-    handle = LocalLauncher().start(ClusterSpec(brokers=1, proxied=False), tmp_path / "run")
+    cpu = max(os.sched_getaffinity(0))
+    spec = ClusterSpec(brokers=1, proxied=False, cpus=str(cpu))
+    handle = LocalLauncher().start(spec, tmp_path / "run")
     try:
         node = handle.node(1)
+        assert node.pid is not None and os.sched_getaffinity(node.pid) == {cpu}
         assert handle.fleet is None and handle.links == []
         assert handle.bootstrap == f"127.0.0.1:{node.port}" == node.advertised
         topic = create_topic(handle.bootstrap)
@@ -225,7 +230,16 @@ def test_unproxied_local_cluster(tmp_path: Path) -> None:
         assert metric(handle.metrics_urls()[1], "txnchaos_bytes_in_total") > 0
         handle.kill(1)
         handle.restart(1)
-        assert handle.node(1).port == node.port
+        restarted = handle.node(1)
+        assert restarted.port == node.port
+        assert restarted.pid is not None and os.sched_getaffinity(restarted.pid) == {cpu}
     finally:
         handle.stop()
     assert [e["kind"] for e in read_fault_log(tmp_path / "run")] == ["kill", "restart"]
+
+
+def test_a_cpu_the_machine_lacks_fails_the_launch_before_any_node_starts(tmp_path: Path) -> None:
+    absent = max(os.sched_getaffinity(0)) + 1
+    with pytest.raises(LaunchError, match=f"CPU\\(s\\) {absent} not available"):
+        LocalLauncher().start(ClusterSpec(brokers=1, cpus=str(absent)), tmp_path / "run")
+    assert not (tmp_path / "run" / "cluster" / "cluster.json").exists()

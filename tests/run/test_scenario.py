@@ -57,3 +57,13 @@ def test_unreadable_and_malformed_files(tmp_path: Path) -> None:
     scalar.write_text("42\n")
     with pytest.raises(ScenarioError, match="a scenario is a YAML mapping"):
         load_scenario(scalar)
+
+
+def test_cluster_cpus() -> None:
+    placed = parse_scenario({**MINIMAL, "cluster": {"cpus": "0-1,3"}})
+    assert placed.cluster.cpus == "0-1,3"
+    with pytest.raises(ScenarioError, match=r"cluster\.cpus: .*'x' is not a CPU number"):
+        parse_scenario({**MINIMAL, "cluster": {"cpus": "0,x"}})
+    docker = {**MINIMAL, "cluster": {"launcher": "docker", "cpus": "1"}}
+    with pytest.raises(ScenarioError, match="only the local launcher places nodes on CPUs"):
+        parse_scenario(docker)
