@@ -233,13 +233,8 @@ class LocalCluster:
     ) -> LocalCluster:
         """The cluster in ``data_dir``, planned anew or as it was saved there. Given
         ``settings`` and ``cpus`` (a CPU list for every node, or ``all`` for none) replace
-        the saved ones; omitted, the saved ones stay."""
-        if cpus is not None and cpus != ALL_CPUS:
-            try:
-                check_cpu_list(cpus)
-            except CpuListError as exc:
-                raise LaunchError(str(exc)) from exc
-        data_dir.mkdir(parents=True, exist_ok=True)
+        the saved ones; omitted, the saved ones stay. Nothing is written when the
+        resulting CPU list is not usable here."""
         existing = ClusterLayout.load(data_dir)
         if existing is None:
             layout = ClusterLayout.plan(brokers, coordinators, settings)
@@ -255,6 +250,12 @@ class LocalCluster:
                 layout.settings = list(settings)
         if cpus is not None:
             layout.cpus = None if cpus == ALL_CPUS else cpus
+        if layout.cpus is not None:  # given, or saved on a machine with other CPUs
+            try:
+                check_cpu_list(layout.cpus)
+            except CpuListError as exc:
+                raise LaunchError(str(exc)) from exc
+        data_dir.mkdir(parents=True, exist_ok=True)
         cluster = cls(data_dir, layout, addressing=addressing, on_ready=on_ready)
         layout.save(data_dir)
         return cluster

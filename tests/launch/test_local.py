@@ -243,3 +243,15 @@ def test_a_cpu_the_machine_lacks_fails_the_launch_before_any_node_starts(tmp_pat
     with pytest.raises(LaunchError, match=f"CPU\\(s\\) {absent} not available"):
         LocalLauncher().start(ClusterSpec(brokers=1, cpus=str(absent)), tmp_path / "run")
     assert not (tmp_path / "run" / "cluster" / "cluster.json").exists()
+
+
+def test_a_saved_cpu_list_is_checked_when_the_cluster_starts_again(tmp_path: Path) -> None:
+    absent = max(os.sched_getaffinity(0)) + 1
+    LocalCluster.prepare(tmp_path, 1, 0, [])  # planned and saved, never started
+    layout = json.loads((tmp_path / "cluster.json").read_text())
+    (tmp_path / "cluster.json").write_text(json.dumps({**layout, "cpus": str(absent)}))
+    with pytest.raises(LaunchError, match=f"CPU\\(s\\) {absent} not available"):
+        LocalCluster.prepare(tmp_path, 1, 0, [])
+    again = LocalCluster.prepare(tmp_path, 1, 0, [], cpus="all")  # dropping it is allowed
+    assert again.layout.cpus is None
+    assert json.loads((tmp_path / "cluster.json").read_text())["cpus"] is None
