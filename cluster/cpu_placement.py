@@ -46,6 +46,8 @@ def parse_cpu_list(text: str) -> frozenset[int]:
 
 def usable_cpus() -> frozenset[int]:
     """The CPUs this process may run on (its own affinity, not the machine's count)."""
+    if not hasattr(os, "sched_getaffinity"):
+        raise CpuListError("placing processes on CPUs needs Linux (sched_setaffinity)")
     return frozenset(os.sched_getaffinity(0))
 
 

@@ -73,3 +73,9 @@ def test_a_placed_process_and_the_threads_it_starts_stay_on_its_cpus_batch_sched
     assert out.stdout.split() == [f"[{cpu}]", f"[{cpu}]", str(os.SCHED_BATCH)]
     assert usable_cpus() == frozenset(os.sched_getaffinity(0))  # this process is untouched
     assert os.sched_getscheduler(0) == os.SCHED_OTHER
+
+
+def test_without_linux_affinity_calls_the_error_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delattr(os, "sched_getaffinity")
+    with pytest.raises(CpuListError, match="needs Linux"):
+        check_cpu_list("0")
