@@ -58,7 +58,7 @@ __all__ = [
 @dataclass
 class ClusterSpec:
     """What to run. ``settings`` are ``KEY=VALUE`` node settings (``--set``); ``cpus`` a CPU
-    list every node is placed on (local launcher only).
+    list every node is placed on (local processes, or containers' cpusets; not external).
 
     ``proxied``: put a fault proxy on every link (client-to-node and node-to-node) so that
     proxy faults can hit any of them. ``seed`` seeds the proxy rules' random draws.
@@ -71,7 +71,7 @@ class ClusterSpec:
     settings: list[str] = field(default_factory=list)
     proxied: bool = True
     seed: int | str | None = None
-    cpus: str | None = None  # CPU list for the nodes (local launcher: ``cluster up --cpus``)
+    cpus: str | None = None  # CPU list for the nodes (as ``cluster up --cpus`` places them)
 
     def __post_init__(self) -> None:
         if self.brokers < 1:
@@ -83,8 +83,8 @@ class ClusterSpec:
         """For launchers that do not place node processes on CPUs."""
         if self.cpus is not None:
             raise LaunchError(
-                f"cluster.cpus ({self.cpus}) places the nodes of a local cluster; "
-                f"the {launcher} launcher cannot"
+                f"cluster.cpus ({self.cpus}) places the nodes the harness starts; "
+                f"the {launcher} launcher starts none"
             )
 
 

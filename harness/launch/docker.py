@@ -52,6 +52,7 @@ import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ...cluster.cpu_placement import CpuListError, check_cpu_list
 from .base import (
     DISCONNECT,
     KILL,
@@ -316,6 +317,8 @@ class DockerHandle(ClusterHandle):
                 cmd.append(f"--controller={address}")
             cmd.append(f"--peer={other.id}={address}")
         cmd += [f"--set={pair}" for pair in self.layout.settings]
+        if self.spec.cpus is not None:
+            cmd.append(f"--cpus={self.spec.cpus}")  # batch scheduling, inside the cpuset
         return cmd
 
     def _create(self, spec: NodeSpec) -> _Node:
@@ -333,7 +336,11 @@ class DockerHandle(ClusterHandle):
             .with_network_aliases(name)
             .with_volume_mapping(str(data), DATA_IN_CONTAINER, "rw")
             .with_command(self._command(spec))
-            .with_kwargs(labels=self._labels(), user=f"{os.getuid()}:{os.getgid()}")
+            .with_kwargs(
+                labels=self._labels(),
+                user=f"{os.getuid()}:{os.getgid()}",
+                **({"cpuset_cpus": self.spec.cpus} if self.spec.cpus is not None else {}),
+            )
         )
         # Published on the loopback only, host port picked by Docker.
         container.ports[f"{NODE_PORT}/tcp"] = ("127.0.0.1",)  # type: ignore[assignment]
@@ -494,7 +501,11 @@ class DockerLauncher:
         self.docker_host = docker_host
 
     def start(self, spec: ClusterSpec, run_dir: Path) -> DockerHandle:
-        spec.refuse_cpus(self.name)
+        if spec.cpus is not None and self.docker_host is None:
+            try:  # a local engine: its CPUs are this machine's
+                check_cpu_list(spec.cpus)
+            except CpuListError as exc:
+                raise LaunchError(str(exc)) from exc
         configure_testcontainers(self.docker_host)
         run_dir = run_dir.resolve()
         run_dir.mkdir(parents=True, exist_ok=True)

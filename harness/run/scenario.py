@@ -67,8 +67,8 @@ class ClusterConfig(_Model):
     settings: dict[str, str | int | bool] = Field(default_factory=dict)
     cpus: str | None = Field(
         default=None,
-        description="local launcher: run every node on these CPUs, batch-scheduled (a CPU "
-        "list such as 1 or 0-1,4; see `cluster up --cpus`)",
+        description="run every node on these CPUs, batch-scheduled (a CPU list such as 1 or "
+        "0-1,4; see `cluster up --cpus`); the docker launcher also sets the containers' cpuset",
     )
 
     @field_validator("cpus")
@@ -126,8 +126,8 @@ class Scenario(_Model):
             )
         if self.cluster.launcher == "external" and not self.cluster.proxied:
             raise ValueError("cluster.proxied: an external cluster is always proxied")
-        if self.cluster.cpus is not None and self.cluster.launcher != "local":
-            raise ValueError("cluster.cpus: only the local launcher places nodes on CPUs")
+        if self.cluster.cpus is not None and self.cluster.launcher == "external":
+            raise ValueError("cluster.cpus: an external cluster's nodes are not the harness's")
         return self
 
     def transaction_timeout_ms(self) -> int:

@@ -8,6 +8,7 @@ developer machine and fail under CI=true (the ``docker`` fixture of tests/docker
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -136,11 +137,21 @@ def test_network_disconnect_and_reconnect(cluster: DockerHandle, topic: str) -> 
 
 def test_unproxied_cluster_and_cleanup(docker: Any, node_image: str, tmp_path: Path) -> None:
     """Nodes reach each other by container name; clients still get the stable host-side
-    proxy addresses. Stopping removes every labelled container and the network."""
-    spec = ClusterSpec(brokers=1, coordinators=1, proxied=False)
+    proxy addresses; ``cpus`` places the containers and the nodes in them. Stopping removes
+    every labelled container and the network."""
+    cpu = max(os.sched_getaffinity(0))
+    spec = ClusterSpec(brokers=1, coordinators=1, proxied=False, cpus=str(cpu))
     handle = _launcher(docker, node_image).start(spec, tmp_path / "run")
     try:
         assert handle.links == ["client->n1", "client->n1001"]
+        for node in handle._nodes.values():  # placed: the cpuset, and the node inside it
+            container = node.wrapped()
+            container.reload()
+            attrs = container.attrs
+            assert attrs["HostConfig"]["CpusetCpus"] == str(cpu)
+            pid = attrs["State"]["Pid"]
+            assert os.sched_getaffinity(pid) == {cpu}
+            assert os.sched_getscheduler(pid) == os.SCHED_BATCH
         topic = create_topic(handle.bootstrap)
         produce(handle.bootstrap, topic, [b"x%d" % i for i in range(10)])
         consumer = StatsConsumer(handle.bootstrap, topic)

@@ -97,5 +97,5 @@ def test_unreachable_bootstrap_is_a_launch_error(tmp_path: Path) -> None:
 
 
 def test_cpus_are_refused_before_anything_is_contacted(tmp_path: Path) -> None:
-    with pytest.raises(LaunchError, match="the external launcher cannot"):
+    with pytest.raises(LaunchError, match="the external launcher starts none"):
         ExternalLauncher(bootstrap="127.0.0.1:1").start(ClusterSpec(cpus="0"), tmp_path)

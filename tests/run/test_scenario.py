@@ -64,6 +64,7 @@ def test_cluster_cpus() -> None:
     assert placed.cluster.cpus == "0-1,3"
     with pytest.raises(ScenarioError, match=r"cluster\.cpus: .*'x' is not a CPU number"):
         parse_scenario({**MINIMAL, "cluster": {"cpus": "0,x"}})
-    docker = {**MINIMAL, "cluster": {"launcher": "docker", "cpus": "1"}}
-    with pytest.raises(ScenarioError, match="only the local launcher places nodes on CPUs"):
-        parse_scenario(docker)
+    assert parse_scenario({**MINIMAL, "cluster": {"launcher": "docker", "cpus": "1"}})
+    external = {**MINIMAL, "cluster": {"launcher": "external", "cpus": "1"}}
+    with pytest.raises(ScenarioError, match="an external cluster's nodes are not the harness's"):
+        parse_scenario(external)
