@@ -52,7 +52,6 @@ import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ...cluster.cpu_placement import CpuListError, check_cpu_list
 from .base import (
     DISCONNECT,
     KILL,
@@ -65,7 +64,7 @@ from .base import (
     NodeInfo,
 )
 from .errors import LaunchError
-from .local import ClusterLayout, NodeSpec, node_dir
+from .local import ClusterLayout, NodeSpec, node_dir, require_usable_cpus
 from .proxied import ProxyMesh
 
 if TYPE_CHECKING:
@@ -502,10 +501,7 @@ class DockerLauncher:
 
     def start(self, spec: ClusterSpec, run_dir: Path) -> DockerHandle:
         if spec.cpus is not None and self.docker_host is None:
-            try:  # a local engine: its CPUs are this machine's
-                check_cpu_list(spec.cpus)
-            except CpuListError as exc:
-                raise LaunchError(str(exc)) from exc
+            require_usable_cpus(spec.cpus)  # a local engine: its CPUs are this machine's
         configure_testcontainers(self.docker_host)
         run_dir = run_dir.resolve()
         run_dir.mkdir(parents=True, exist_ok=True)

@@ -173,6 +173,14 @@ class ClusterLayout:
             raise LaunchError(f"{path} is not a valid cluster layout: {exc}") from exc
 
 
+def require_usable_cpus(cpus: str) -> None:
+    """A :class:`LaunchError` unless every CPU of the list ``cpus`` is usable here."""
+    try:
+        check_cpu_list(cpus)
+    except CpuListError as exc:
+        raise LaunchError(str(exc)) from exc
+
+
 def _atomic_write(path: Path, doc: Any) -> None:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps(doc, indent=2) + "\n")
@@ -251,10 +259,7 @@ class LocalCluster:
         if cpus is not None:
             layout.cpus = None if cpus == ALL_CPUS else cpus
         if layout.cpus is not None:  # given, or saved on a machine with other CPUs
-            try:
-                check_cpu_list(layout.cpus)
-            except CpuListError as exc:
-                raise LaunchError(str(exc)) from exc
+            require_usable_cpus(layout.cpus)
         data_dir.mkdir(parents=True, exist_ok=True)
         cluster = cls(data_dir, layout, addressing=addressing, on_ready=on_ready)
         layout.save(data_dir)
