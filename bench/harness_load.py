@@ -23,10 +23,14 @@ import threading
 from pathlib import Path
 
 from confluent_kafka.admin import AdminClient, NewTopic
-from transactions import run_producer  # bench/ is sys.path[0] when run as a script
+from transactions import (  # bench/ is sys.path[0] when run as a script
+    add_node_cpus_option,
+    placement,
+    prepare_cluster,
+    run_producer,
+)
 
 from txnchaos.harness.history.compact import compact_to_parquet
-from txnchaos.harness.launch.local import LaunchError, LocalCluster
 
 
 def workload(users: int) -> dict:
@@ -110,24 +114,16 @@ def measure_bare(bootstrap: str, users: int, seconds: float) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--seconds", type=float, default=20.0)
-    parser.add_argument(
-        "--node-cpus",
-        default=None,
-        metavar="LIST",
-        help="place the nodes on these CPUs, e.g. 1 (default: the OS places them)",
-    )
+    add_node_cpus_option(parser)
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="txnchaos-bench-load-"))
-    try:
-        cluster = LocalCluster.prepare(root / "cluster", 2, 1, [], cpus=args.node_cpus)
-    except LaunchError as exc:
-        parser.error(str(exc))
+    cluster = prepare_cluster(parser, root / "cluster", [], args.node_cpus)
     cluster.up()
     try:
         bootstrap = cluster.state()["bootstrap"]
         print(
             "harness load: locust transactional producers, 10 records/txn, no aborts; nodes on "
-            + (f"CPUs {args.node_cpus}" if args.node_cpus else "any CPU")
+            + placement(args.node_cpus)
         )
         for users in (1, 4, 8):
             txns, records = measure(bootstrap, users, args.seconds, root)

@@ -274,6 +274,30 @@ def report_baseline(producers: int, txn: dict[str, Any], base: dict[str, Any]) -
     )
 
 
+def add_node_cpus_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--node-cpus",
+        default=None,
+        metavar="LIST",
+        help="place the nodes on these CPUs, e.g. 1 (default: the OS places them)",
+    )
+
+
+def prepare_cluster(
+    parser: argparse.ArgumentParser, root: Path, settings: list[str], node_cpus: str | None
+) -> LocalCluster:
+    """The benches' cluster (2 brokers, 1 coordinator) in ``root``, its nodes on ``node_cpus``;
+    an unusable CPU list ends the bench with the parser's error."""
+    try:
+        return LocalCluster.prepare(root, 2, 1, settings, cpus=node_cpus)
+    except LaunchError as exc:
+        parser.error(str(exc))
+
+
+def placement(node_cpus: str | None) -> str:
+    return f"CPUs {node_cpus}" if node_cpus else "any CPU"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--seconds", type=float, default=15.0)
@@ -287,20 +311,12 @@ def main() -> None:
         help="partitions of the topic; a transaction's 10 records are spread over all of them "
         "(up to 10): each is one more Produce request and one more marker per transaction",
     )
-    parser.add_argument(
-        "--node-cpus",
-        default=None,
-        metavar="LIST",
-        help="place the nodes on these CPUs, e.g. 1 (default: the OS places them)",
-    )
+    add_node_cpus_option(parser)
     args = parser.parse_args()
     if not 1 <= args.partitions <= 1000:
         parser.error("--partitions must be between 1 and 1000")
     root = Path(tempfile.mkdtemp(prefix="txnchaos-bench-txn-"))
-    try:
-        cluster = LocalCluster.prepare(root, 2, 1, list(args.set), cpus=args.node_cpus)
-    except LaunchError as exc:
-        parser.error(str(exc))
+    cluster = prepare_cluster(parser, root, list(args.set), args.node_cpus)
     cluster.up()
     try:
         state = cluster.state()
@@ -312,8 +328,7 @@ def main() -> None:
         print(
             f"cluster: 2 brokers + 1 coordinator; {RECORDS_PER_TXN} x {RECORD_BYTES} B per txn "
             f"over {args.partitions} partitions; "
-            f"{os.cpu_count()} cores; nodes on "
-            + (f"CPUs {args.node_cpus}" if args.node_cpus else "any CPU")
+            f"{os.cpu_count()} cores; nodes on " + placement(args.node_cpus)
         )
         for producers in (int(x) for x in args.producers.split(",")):
             txn = measure(bootstrap, producers, args.seconds, nodes, args.py_spy, args.partitions)
