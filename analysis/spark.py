@@ -185,6 +185,10 @@ def get_session(
         # CPU than it saves
         .config("spark.sql.inMemoryColumnarStorage.compressed", "false")
         .config("spark.serializer", "org.apache.spark.serializer.KryoSerializer")
+        # the kept projections are serialized row by row (projections.Projections._keep); rows
+        # hold no shared or cyclic references, and tracking them cost Kryo a map clear per row
+        # (measured on a 10,434,991-event history: JVM CPU 140.6 -> 131.7 s, 78.2 -> 73.9 s)
+        .config("spark.kryo.referenceTracking", "false")
     )
     if _is_local(master):
         java_opts = [f"-Dlog4j2.configurationFile={_log4j_conf()}"]

@@ -36,3 +36,9 @@ def test_projections_are_kept_serialized_and_released(spark: SparkSession, tmp_p
         assert level.useMemory() and level.useDisk(), level.description()
     proj.release()
     assert not set(dict(sc._jsc.getPersistentRDDs()).keys()) - before
+
+
+def test_kept_rows_are_serialized_without_reference_tracking(spark: SparkSession) -> None:
+    """Kryo's reference tracking clears a map for every row of a kept projection; rows have
+    no shared references, so sessions turn it off."""
+    assert spark.conf.get("spark.kryo.referenceTracking") == "false"
