@@ -1,7 +1,8 @@
 """SparkSession factory tuned for short local jobs (and a ``--master`` override for clusters).
 
 Local defaults: ``local[2]``, UI off, driver bound to 127.0.0.1 (``SPARK_LOCAL_IP`` is set before
-the JVM starts, so Spark does not warn that the hostname resolves to loopback), log4j at ERROR
+the JVM starts, so Spark does not warn that the hostname resolves to loopback), Spark's classes
+mapped from a class-data-sharing archive an earlier run wrote (class_archive.py), log4j at ERROR
 (real errors stay visible; Spark's start-up chatter does not), the parallel garbage collector
 (``GC_OPTIONS``), few shuffle partitions (``tune_session`` picks them from the history's size:
 the data of one run is small per core, and every extra partition is another task per stage), a
@@ -22,6 +23,7 @@ import pyarrow.parquet as pq
 from pyspark.sql import SparkSession
 
 from ..harness.history.run_dir import RunDir
+from . import class_archive
 
 DEFAULT_MASTER = "local[2]"
 #: log4j2 configuration of local sessions: errors only, on stderr (Spark's start-up chatter —
@@ -190,10 +192,14 @@ def get_session(
         # (measured on a 10,434,991-event history: JVM CPU 140.6 -> 131.7 s, 78.2 -> 73.9 s)
         .config("spark.kryo.referenceTracking", "false")
     )
+    archive = None
     if _is_local(master):
         java_opts = [f"-Dlog4j2.configurationFile={_log4j_conf()}"]
         java_opts += jit_options(jit_mode(history_rows))
         java_opts += GC_OPTIONS
+        archive = class_archive.plan()
+        if archive is not None:
+            java_opts += archive.java_options()
         # before the JVM starts: bind to loopback without the "resolves to a loopback
         # address" warning
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -213,6 +219,7 @@ def get_session(
     spark = b.getOrCreate()
     if _is_local(master):
         spark.sparkContext.setLogLevel("ERROR")
+        class_archive.after_start(archive, spark.sparkContext._gateway)
     return spark
 
 
