@@ -83,10 +83,14 @@ DRIVER_SIDE_CLASSES = (
 #: 94 s; on a 1,490,713-event one, with serialized projections too: 74 -> 64 CPU-s (two pairs)
 GC_OPTIONS = ("-XX:+UseParallelGC",)
 #: history rows per shuffle partition (local runs), and the bounds: below ``MIN_PARALLEL_ROWS``
-#: one partition (a task per stage costs more than the work); above it at least one per core
-ROWS_PER_PARTITION = 2_500_000
+#: one partition (a task per stage costs more than the work); above it at least one per core.
+#: With one task per core, Parquet scans and shuffles both in as many tasks as cores (local
+#: sessions' default parallelism is their core count), a 10,434,991-event history on 2 cores
+#: ran 65.4-76.2 s (118.8-137.5 JVM CPU-s) against 68.1-77.3 s (122.6-137.7) with 4 of each:
+#: five alternating pairs, each won by fewer tasks, by 2.7 s on average
+ROWS_PER_PARTITION = 6_000_000
 MIN_PARALLEL_ROWS = 200_000
-MAX_LOCAL_PARTITIONS = 4
+MAX_LOCAL_PARTITIONS = 8
 #: rows of one window partition (a consumer's reads of one partition) a local session keeps
 #: in an in-memory array before it moves them into a spillable sorter: Spark's default of
 #: 4,096 sends every long stream through the sorter's copies (measured on a 10M-event history:
@@ -207,8 +211,8 @@ def get_session(
             b.config("spark.driver.host", "127.0.0.1")
             .config("spark.driver.bindAddress", "127.0.0.1")
             .config("spark.driver.extraJavaOptions", " ".join(java_opts))
-            .config("spark.sql.shuffle.partitions", str(MAX_LOCAL_PARTITIONS))
-            .config("spark.default.parallelism", str(MAX_LOCAL_PARTITIONS))
+            .config("spark.sql.shuffle.partitions", str(local_cores(master)))
+            .config("spark.default.parallelism", str(local_cores(master)))
             .config("spark.driver.memory", os.environ.get("TXNCHAOS_SPARK_MEMORY", "4g"))
             # shuffles stay on this machine's disk (page cache): compressing them costs more
             # CPU than the bytes it saves
@@ -223,15 +227,22 @@ def get_session(
     return spark
 
 
+def local_shuffle_partitions(rows: int, cores: int) -> int:
+    """Shuffle partitions for a local session judging ``rows`` history rows on ``cores``: one
+    per ``ROWS_PER_PARTITION`` rows, at least one per core once the work is worth splitting
+    (``MIN_PARALLEL_ROWS``), at most ``MAX_LOCAL_PARTITIONS``; per-task overhead dominates
+    small histories."""
+    n = -(-rows // ROWS_PER_PARTITION)
+    if rows >= MIN_PARALLEL_ROWS:
+        n = max(n, cores)
+    return max(1, min(MAX_LOCAL_PARTITIONS, n))
+
+
 def tune_session(spark: SparkSession, rows: int | None) -> None:
     """Local sessions: shuffle partitions by the history's ``rows`` (:func:`history_rows`;
-    None leaves them as they are): 1 for small runs, at least one per core once the work is
-    worth splitting, up to ``MAX_LOCAL_PARTITIONS``; per-task overhead dominates small
-    histories."""
+    None leaves them as they are), see :func:`local_shuffle_partitions`."""
     master = str(spark.sparkContext.master)
     if not _is_local(master) or rows is None:
         return
-    n = max(1, min(MAX_LOCAL_PARTITIONS, -(-rows // ROWS_PER_PARTITION)))
-    if rows >= MIN_PARALLEL_ROWS:
-        n = max(n, min(MAX_LOCAL_PARTITIONS, local_cores(master)))
+    n = local_shuffle_partitions(rows, local_cores(master))
     spark.conf.set("spark.sql.shuffle.partitions", str(n))

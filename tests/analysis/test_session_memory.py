@@ -42,3 +42,10 @@ def test_kept_rows_are_serialized_without_reference_tracking(spark: SparkSession
     """Kryo's reference tracking clears a map for every row of a kept projection; rows have
     no shared references, so sessions turn it off."""
     assert spark.conf.get("spark.kryo.referenceTracking") == "false"
+
+
+def test_the_local_session_starts_with_one_task_per_core(spark: SparkSession) -> None:
+    """Scans split into as many tasks as cores, and shuffles too until a history's size says
+    otherwise (spark.local_shuffle_partitions)."""
+    assert spark.sparkContext.defaultParallelism == 2
+    assert spark.conf.get("spark.sql.shuffle.partitions") in {"1", "2"}

@@ -15,6 +15,7 @@ from txnchaos.analysis.spark import (
     jit_mode,
     jit_options,
     local_cores,
+    local_shuffle_partitions,
 )
 
 
@@ -81,3 +82,18 @@ def test_the_jvm_accepts_the_directives() -> None:
     text = out.stdout + out.stderr
     assert "1 compiler directives added" in text
     assert "Exclude:true" in text and "org/codehaus/*.*" in text
+
+
+@pytest.mark.parametrize(
+    ("rows", "cores", "partitions"),
+    [
+        (1_000, 2, 1),  # a task per stage costs more than the work
+        (1_490_713, 2, 2),  # one per core once worth splitting
+        (10_434_991, 2, 2),  # not 4 or 5: fewer, larger tasks on 2 cores (measured)
+        (20_000_000, 2, 4),
+        (10_434_991, 16, 8),  # never more than MAX_LOCAL_PARTITIONS
+        (10**9, 2, 8),
+    ],
+)
+def test_local_shuffle_partitions(rows: int, cores: int, partitions: int) -> None:
+    assert local_shuffle_partitions(rows, cores) == partitions
