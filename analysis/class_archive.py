@@ -126,8 +126,22 @@ def plan() -> Plan | None:
     return Plan(java, final, use=False)
 
 
+#: what the last local session of this process did about the archive (see :func:`mode`)
+_last: Plan | None = None
+
+
+def mode() -> str:
+    """``mapped`` (the last local session mapped an archive), ``writing`` (it writes one at
+    exit) or ``off``: for benchmarks, which should say which kind of start they timed."""
+    if _last is None:
+        return "off"
+    return "mapped" if _last.use else "writing"
+
+
 def after_start(p: Plan | None, gateway: Any) -> None:
     """Once the JVM runs: for a plan that writes the archive, arrange :func:`_finish` at exit."""
+    global _last
+    _last = p
     if p is None or p.use:
         return
     proc = getattr(gateway, "proc", None)

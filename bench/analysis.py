@@ -6,6 +6,10 @@
 Not a timed test. The 10M history is ten disjoint copies of the 1M one (processes, topics and
 values prefixed), so both are valid histories with the same shape. Target on 2 cores: the 10M
 history judged in at most 60 s end to end.
+
+Each line says whether its JVM mapped Spark's classes from the class-data-sharing archive
+(``mapped``) or wrote it (``writing``: the first analysis on a machine, slower to start; see
+analysis/class_archive.py).
 """
 
 from __future__ import annotations
@@ -80,6 +84,7 @@ def jvm_cpu_seconds() -> float | None:
 
 
 def run_one(run_dir: Path, master: str | None) -> None:
+    from txnchaos.analysis import class_archive
     from txnchaos.analysis.pipeline import analyze
 
     t = time.perf_counter()
@@ -95,6 +100,7 @@ def run_one(run_dir: Path, master: str | None) -> None:
                 "events_per_s": round(events / total),
                 "status": v.status,
                 "jvm_cpu_s": None if jvm_cpu is None else round(jvm_cpu, 1),
+                "class_archive": class_archive.mode(),
                 "timings": {k: round(x, 2) for k, x in v.timings.items()},
             }
         )
@@ -127,7 +133,8 @@ def main() -> None:
         print(
             f"{size:>10} target -> {r['events']:>10} events: {r['seconds']:7.2f} s end to end "
             f"(Spark start included), {r['events_per_s']:>9} events/s, verdict {r['status']}, "
-            f"Spark JVM CPU {r['jvm_cpu_s']} s, load {os.getloadavg()[0]:.1f}, {r['timings']}"
+            f"Spark JVM CPU {r['jvm_cpu_s']} s, class archive {r['class_archive']}, "
+            f"load {os.getloadavg()[0]:.1f}, {r['timings']}"
         )
 
 

@@ -107,3 +107,14 @@ def test_one_analysis_writes_the_archive_and_the_next_maps_spark_from_it(tmp_pat
     lines = log.read_text(encoding="utf-8", errors="replace").splitlines()
     spark_context = [line for line in lines if " org.apache.spark.SparkContext " in line]
     assert spark_context and "shared objects file (top)" in spark_context[0], spark_context
+
+
+def test_the_mode_of_the_last_session_is_reported(tmp_path: Path) -> None:
+    java, final = Path("/usr/bin/java"), tmp_path / "a.jsa"
+    class_archive.after_start(None, object())
+    assert class_archive.mode() == "off"
+    class_archive.after_start(class_archive.Plan(java, final, use=True), object())
+    assert class_archive.mode() == "mapped"
+    class_archive.after_start(class_archive.Plan(java, final, use=False), object())  # no proc
+    assert class_archive.mode() == "writing"
+    class_archive.after_start(None, object())
