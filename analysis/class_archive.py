@@ -1,6 +1,6 @@
 """A class-data-sharing (CDS) archive of the classes a local Spark JVM loads.
 
-A local analysis JVM loads ~15,000 classes (Spark, Scala, Hadoop, Parquet) from ~250 jars:
+A local analysis JVM loads ~14,000 classes (Spark, Scala, Hadoop, Parquet) from ~280 jars:
 finding each one among the jars, parsing and verifying it is seconds of CPU at start-up and
 again whenever a job touches code not used before.  The JVM can instead map classes from an
 archive written by an earlier run (``-XX:SharedArchiveFile``): they arrive parsed and verified.
