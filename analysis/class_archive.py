@@ -19,9 +19,8 @@ crashes the JVM with SIGBUS rather than being ignored):
 3. Later sessions with the same key start with ``-XX:SharedArchiveFile=FINAL``.
 
 The key covers what an archive is only valid for: the ``java`` binary and Spark's jars (paths,
-sizes, modification times).  Where archives live: ``TXNCHAOS_SPARK_CDS_DIR``, else
-``<sys.prefix>/var/txnchaos`` (the virtualenv, deleted with it) when writable, else
-``~/.cache/txnchaos``.  ``TXNCHAOS_SPARK_CDS=0`` turns all of this off.
+sizes, modification times).  Where archives live: :func:`archive_dir`.
+``TXNCHAOS_SPARK_CDS=0`` turns all of this off.
 """
 
 from __future__ import annotations
@@ -51,12 +50,14 @@ def enabled() -> bool:
 
 
 def archive_dir() -> Path:
+    """``TXNCHAOS_SPARK_CDS_DIR``, else the virtualenv's ``var/txnchaos`` (deleted with it), else
+    (no virtualenv, or not writable) ``~/.cache/txnchaos``."""
     forced = os.environ.get(ENV_DIR)
     if forced:
         return Path(forced)
-    venv = Path(sys.prefix) / "var" / "txnchaos"
-    if os.access(sys.prefix, os.W_OK):
-        return venv
+    in_venv = sys.prefix != sys.base_prefix
+    if in_venv and os.access(sys.prefix, os.W_OK):
+        return Path(sys.prefix) / "var" / "txnchaos"
     return Path.home() / ".cache" / "txnchaos"
 
 

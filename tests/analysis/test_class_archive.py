@@ -118,3 +118,15 @@ def test_the_mode_of_the_last_session_is_reported(tmp_path: Path) -> None:
     class_archive.after_start(class_archive.Plan(java, final, use=False), object())  # no proc
     assert class_archive.mode() == "writing"
     class_archive.after_start(None, object())
+
+
+def test_archives_live_in_the_virtualenv_or_the_user_cache(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.delenv(class_archive.ENV_DIR, raising=False)
+    monkeypatch.setattr(sys, "prefix", str(tmp_path / "venv"))
+    monkeypatch.setattr(sys, "base_prefix", str(tmp_path / "python"))
+    (tmp_path / "venv").mkdir()
+    assert class_archive.archive_dir() == tmp_path / "venv" / "var" / "txnchaos"
+    monkeypatch.setattr(sys, "base_prefix", str(tmp_path / "venv"))  # not a virtualenv
+    assert class_archive.archive_dir() == Path.home() / ".cache" / "txnchaos"
