@@ -32,6 +32,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -167,17 +168,30 @@ def jvm_class_path(pid: int) -> str | None:
 
 
 def _finish(p: Plan, proc: subprocess.Popen[bytes], class_path: str) -> None:
-    """At Python exit: let the JVM exit and write the archive, then install it if usable."""
+    """At Python exit: let the JVM exit and write the archive, then install it if usable (and
+    say so on stderr: the exit takes seconds longer, once)."""
+    t = time.monotonic()
+    _say(
+        f"writing an archive of Spark's classes for faster analyses, once ({p.final}; "
+        f"{ENV_SWITCH}=0 turns this off)"
+    )
+    installed = False
     try:
         if proc.poll() is None:
             assert proc.stdin is not None
             proc.stdin.close()
             proc.wait(timeout=DUMP_TIMEOUT_S)
-        install(p.temp, p.final, p.java, class_path)
+        installed = install(p.temp, p.final, p.java, class_path)
     except (OSError, subprocess.SubprocessError):
         pass
     finally:
         p.temp.unlink(missing_ok=True)
+    took = time.monotonic() - t
+    _say(f"class archive written in {took:.1f} s" if installed else "no usable class archive")
+
+
+def _say(what: str) -> None:
+    print(f"txnchaos: {what}", file=sys.stderr, flush=True)
 
 
 def usable(archive: Path, java: Path, class_path: str) -> bool:

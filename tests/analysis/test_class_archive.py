@@ -84,11 +84,12 @@ analyze(sys.argv[1], write=False)
 """
 
 
-def _analyze(run: Path, env: dict[str, str]) -> None:
+def _analyze(run: Path, env: dict[str, str]) -> str:
     r = subprocess.run(
         [sys.executable, "-c", ANALYZE, str(run)], env=env, capture_output=True, timeout=600
     )
     assert r.returncode == 0, r.stderr.decode()[-3000:]
+    return r.stderr.decode(errors="replace")
 
 
 def test_one_analysis_writes_the_archive_and_the_next_maps_spark_from_it(tmp_path: Path) -> None:
@@ -98,12 +99,15 @@ def test_one_analysis_writes_the_archive_and_the_next_maps_spark_from_it(tmp_pat
     env = {k: v for k, v in os.environ.items() if k != class_archive.ENV_SWITCH}
     env[class_archive.ENV_DIR] = str(cds)
     env.pop("JAVA_TOOL_OPTIONS", None)
-    _analyze(run, env)
+    said = _analyze(run, env)
     archives = sorted(p.name for p in cds.iterdir())
     assert len(archives) == 1 and archives[0].endswith(class_archive.SUFFIX), archives
+    assert "txnchaos: writing an archive of Spark's classes" in said
+    assert "txnchaos: class archive written in" in said
 
     log = tmp_path / "classes.log"
-    _analyze(run, {**env, "JAVA_TOOL_OPTIONS": f"-Xlog:class+load=info:file={log}"})
+    said = _analyze(run, {**env, "JAVA_TOOL_OPTIONS": f"-Xlog:class+load=info:file={log}"})
+    assert "archive" not in said  # mapped: neither written again nor refused by the JVM
     lines = log.read_text(encoding="utf-8", errors="replace").splitlines()
     spark_context = [line for line in lines if " org.apache.spark.SparkContext " in line]
     assert spark_context and "shared objects file (top)" in spark_context[0], spark_context
