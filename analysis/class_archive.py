@@ -97,7 +97,8 @@ class Plan:
     def java_options(self) -> list[str]:
         if self.use:
             return [f"-XX:SharedArchiveFile={self.final}"]
-        return [f"-XX:ArchiveClassesAtExit={self.temp}"]
+        # the dump warns of every class it skips (not linked, JFR events): errors only
+        return [f"-XX:ArchiveClassesAtExit={self.temp}", "-Xlog:cds=error"]
 
     @property
     def temp(self) -> Path:
@@ -177,6 +178,7 @@ def _finish(p: Plan, proc: subprocess.Popen[bytes], class_path: str) -> None:
     )
     installed = False
     try:
+        _stop_spark()
         if proc.poll() is None:
             assert proc.stdin is not None
             proc.stdin.close()
@@ -188,6 +190,16 @@ def _finish(p: Plan, proc: subprocess.Popen[bytes], class_path: str) -> None:
         p.temp.unlink(missing_ok=True)
     took = time.monotonic() - t
     _say(f"class archive written in {took:.1f} s" if installed else "no usable class archive")
+
+
+def _stop_spark() -> None:
+    """Stop this process's SparkContext first: stopped by the JVM's shutdown hook instead, it
+    would still call Python's accumulator server, which is closing, and print a traceback."""
+    from pyspark import SparkContext
+
+    sc = SparkContext._active_spark_context
+    if sc is not None:
+        sc.stop()
 
 
 def _say(what: str) -> None:
