@@ -131,6 +131,9 @@ def plan() -> Plan | None:
 
 #: what the last local session of this process did about the archive (see :func:`mode`)
 _last: Plan | None = None
+#: JVMs (by pid) whose exit already has a :func:`_finish`: a session started again on the same
+#: gateway after ``stop()`` runs in the same JVM, which writes one archive
+_finishing: set[int] = set()
 
 
 def mode() -> str:
@@ -148,11 +151,12 @@ def after_start(p: Plan | None, gateway: Any) -> None:
     if p is None or p.use:
         return
     proc = getattr(gateway, "proc", None)
-    if proc is None or proc.stdin is None:
+    if proc is None or proc.stdin is None or proc.pid in _finishing:
         return
     cp = jvm_class_path(proc.pid)
     if cp is None:
         return
+    _finishing.add(proc.pid)
     atexit.register(_finish, p, proc, cp)
 
 

@@ -135,3 +135,29 @@ def test_archives_live_in_the_virtualenv_or_the_user_cache(
     assert class_archive.archive_dir() == tmp_path / "venv" / "var" / "txnchaos"
     monkeypatch.setattr(sys, "base_prefix", str(tmp_path / "venv"))  # not a virtualenv
     assert class_archive.archive_dir() == Path.home() / ".cache" / "txnchaos"
+
+
+def test_one_jvm_gets_one_exit_hook(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A session started again after stop() runs in the same JVM: its exit writes one archive,
+    so it is finished (and announced) once."""
+    hooks: list[tuple[object, ...]] = []
+    monkeypatch.setattr(class_archive.atexit, "register", lambda *a: hooks.append(a))
+    jvm = subprocess.Popen(
+        [sys.executable, "-c", "import sys; sys.stdin.read()", "-cp", str(tmp_path)],
+        stdin=subprocess.PIPE,
+    )
+    try:
+
+        class Gateway:
+            proc = jvm
+
+        p = class_archive.Plan(Path("/usr/bin/java"), tmp_path / "a.jsa", use=False)
+        class_archive.after_start(p, Gateway())
+        class_archive.after_start(p, Gateway())
+        assert len(hooks) == 1 and hooks[0][3] == str(tmp_path)  # (_finish, plan, proc, cp)
+    finally:
+        assert jvm.stdin is not None
+        jvm.stdin.close()
+        jvm.wait(timeout=30)
+        class_archive._finishing.discard(jvm.pid)
+        class_archive.after_start(None, object())
