@@ -204,6 +204,7 @@ def get_session(
         archive = class_archive.plan()
         if archive is not None:
             java_opts += archive.java_options()
+        cores = local_cores(master)
         # before the JVM starts: bind to loopback without the "resolves to a loopback
         # address" warning
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -211,8 +212,8 @@ def get_session(
             b.config("spark.driver.host", "127.0.0.1")
             .config("spark.driver.bindAddress", "127.0.0.1")
             .config("spark.driver.extraJavaOptions", " ".join(java_opts))
-            .config("spark.sql.shuffle.partitions", str(local_cores(master)))
-            .config("spark.default.parallelism", str(local_cores(master)))
+            .config("spark.sql.shuffle.partitions", str(cores))
+            .config("spark.default.parallelism", str(cores))
             .config("spark.driver.memory", os.environ.get("TXNCHAOS_SPARK_MEMORY", "4g"))
             # shuffles stay on this machine's disk (page cache): compressing them costs more
             # CPU than the bytes it saves
