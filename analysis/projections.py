@@ -72,13 +72,18 @@ def _is(col: str, value: str) -> Column:
 
 def parse_value(value: Column) -> tuple[Column, Column, Column]:
     """(writer, txn, parsed_ok) from a ``writer|txn|index`` value (txn null for ``-`` or when it
-    is not a number)."""
-    # "\\|" (an escaped single character) takes Java's split fast path; a character class such
-    # as "[|]" would compile a regex for every row
-    parts = F.split(value, r"\|")
-    ok = F.size(parts) == 3
-    writer = F.when(ok, parts.getItem(0))
-    txn_s = parts.getItem(1)
+    is not a number); ``parsed_ok``: the value holds exactly two ``|``.
+
+    Found by position (``locate``, ``substring``) on Spark's own string bytes: ``split`` makes
+    a Java ``String`` of every value and splits that (a copy, a decode and three allocations
+    per row; ~7% of an analysis' task time in a profile of a 10M-event history)."""
+    bar = F.lit("|")
+    first = F.call_function("locate", bar, value)
+    second = F.call_function("locate", bar, value, first + 1)
+    third = F.call_function("locate", bar, value, second + 1)
+    ok = (first > 0) & (second > 0) & (third == 0)
+    writer = F.when(ok, F.substring(value, F.lit(1), first - 1))
+    txn_s = F.substring(value, first + 1, second - first - 1)
     txn = F.when(ok & (txn_s != F.lit("-")), txn_s.try_cast("long"))
     return writer, txn, ok
 
