@@ -196,15 +196,35 @@ class Projections:
 
     @cached_property
     def _rank_tables(self) -> tuple[DataFrame, DataFrame]:
-        """(process name -> rank, topic name -> rank) as tiny tables to broadcast."""
+        """(process -> rank, topic -> rank) as tiny tables to broadcast, each row keyed by its
+        name's 64-bit hash (``_proc_key``, ``_topic_key``; from the summary) when those hashes
+        differ, else by the name itself (``_proc_name``, ``_topic_name``)."""
+        return (
+            self._rank_table(self.proc_names, self.summary.process_keys, "_proc"),
+            self._rank_table(self.topic_names, self.summary.topic_keys, "_topic"),
+        )
+
+    def _rank_table(self, names: list[str], keys: dict[str, int], prefix: str) -> DataFrame:
         spark = self.h.sparkSession
-        procs = spark.createDataFrame(
-            list(enumerate(self.proc_names)), "_proc_rank int, _proc_name string"
+        hashes = [keys.get(n) for n in names]
+        if None not in hashes and len(set(hashes)) == len(hashes):
+            return spark.createDataFrame(
+                list(enumerate(hashes)), f"{prefix}_rank int, {prefix}_key long"
+            )
+        return spark.createDataFrame(
+            list(enumerate(names)), f"{prefix}_rank int, {prefix}_name string"
         )
-        topics = spark.createDataFrame(
-            list(enumerate(self.topic_names)), "_topic_rank int, _topic_name string"
-        )
-        return procs, topics
+
+    @staticmethod
+    def _rank_join(df: DataFrame, table: DataFrame, col: str, name: str, key: str) -> DataFrame:
+        """``df`` left-joined to a rank table on its ``col``: by the name's hash where the table
+        is keyed so (a hash table of longs; no key bytes compared), else by name.  Hashes stand
+        for names exactly: the table holds every name of the history, with distinct hashes, and
+        a null name matches nothing."""
+        if key in table.columns:
+            h = F.when(F.col(col).isNotNull(), F.xxhash64(col))
+            return df.join(F.broadcast(table), h == F.col(key), "left").drop(key)
+        return df.join(F.broadcast(table), F.col(col) == F.col(name), "left").drop(name)
 
     def with_ranks(self, df: DataFrame, tp: bool = True) -> DataFrame:
         """``df`` plus ``_proc_rank`` (of its ``process``) and, with ``tp``, ``_tp`` (the tp key
@@ -214,13 +234,13 @@ class Projections:
         history with 217 processes and 14 topics, the two ranks added ~4 CPU-s to a scan by
         search and less than the scan's own run-to-run noise by join."""
         procs, topics = self._rank_tables
-        df = df.join(F.broadcast(procs), F.col("process") == F.col("_proc_name"), "left")
+        df = self._rank_join(df, procs, "process", "_proc_name", "_proc_key")
         if not tp:
-            return df.drop("_proc_name")
-        df = df.join(F.broadcast(topics), F.col("topic") == F.col("_topic_name"), "left")
+            return df
+        df = self._rank_join(df, topics, "topic", "_topic_name", "_topic_key")
         rank, partition = F.col("_topic_rank"), F.col("partition")
         tp_key = F.when(rank.isNotNull() & partition.isNotNull(), pack_tp(rank, partition))
-        return df.select("*", tp_key.alias("_tp")).drop("_proc_name", "_topic_name", "_topic_rank")
+        return df.select("*", tp_key.alias("_tp")).drop("_topic_rank")
 
     def tp_key(self, topic: Column, partition: Column) -> Column:
         """The tp key of (topic, partition), the topic's rank found by a linear search of a

@@ -41,6 +41,9 @@ class Summary:
     #: without a topic counts under (None, None))
     producers: dict[tuple[Any, Any], dict[int, bool]] = field(default_factory=dict)
     type_counts: dict[str, int] = field(default_factory=dict)  #: ops per event type
+    #: name -> its 64-bit hash (Spark's ``xxhash64``), for the processes and for the topics
+    process_keys: dict[str, int] = field(default_factory=dict)
+    topic_keys: dict[str, int] = field(default_factory=dict)
     events: int = 0  #: history rows
 
     def __post_init__(self) -> None:
@@ -105,6 +108,8 @@ def summarize(h: DataFrame) -> Summary:
             n.alias("min_off"),
             n.alias("max_off"),
             F.lit(None).cast("boolean").alias("acked"),
+            n.alias("process_key"),
+            n.alias("topic_key"),
         )
         .unionByName(
             combos.select(
@@ -125,6 +130,8 @@ def summarize(h: DataFrame) -> Summary:
                 "min_off",
                 "max_off",
                 "acked",
+                F.xxhash64("process").alias("process_key"),
+                F.when(F.col("topic").isNotNull(), F.xxhash64("topic")).alias("topic_key"),
             )
         )
         .collect()
@@ -136,6 +143,8 @@ def _build(rows: list[Any]) -> Summary:
     starts: dict[str, list[int]] = {}
     timeline: dict[tuple[Any, ...], dict[str, Any]] = {}
     processes: set[str] = set()
+    process_keys: dict[str, int] = {}
+    topic_keys: dict[str, int] = {}
     partitions: set[tuple[str, int]] = set()
     producers: dict[tuple[Any, Any], dict[int, bool]] = {}
     lo_op = lo_off = 0
@@ -143,6 +152,9 @@ def _build(rows: list[Any]) -> Summary:
     for r in rows:
         if r["tag"] == "C":
             processes.add(r["process"])
+            process_keys[r["process"]] = r["process_key"]
+            if r["topic"] is not None:
+                topic_keys[r["topic"]] = r["topic_key"]
             tp = (r["topic"], r["partition"])
             if tp[0] is not None and tp[1] is not None:
                 partitions.add(tp)
@@ -184,6 +196,8 @@ def _build(rows: list[Any]) -> Summary:
         topics=topics,
         partitions=sorted(partitions),
         producers=producers,
+        process_keys=process_keys,
+        topic_keys={t: topic_keys[t] for t in topics},
     )
 
 
