@@ -59,12 +59,15 @@ def check(ctx: CheckContext) -> CheckOutput:
     proj = ctx.proj
     # what each reader returned of a transaction, per epoch, in the candidate spans only:
     # distinct records, so that a record returned twice does not hide a missing one
+    # kept once joined: the reads are parsed only in the candidate spans (a filter on the parsed
+    # transaction would otherwise be pushed below the join, parsing every read), and the
+    # candidates are found once for the three uses below
     writer, txn, _ = parse_value(F.col("value"))
-    reads = (
-        proj.reads.join(F.broadcast(_candidates(proj)), ["stream", "epoch"])
-        .select("*", writer.alias("writer"), txn.alias("vtxn"))
-        .filter(F.col("vtxn").isNotNull())
-    )
+    reads = proj.keep(
+        proj.reads.join(F.broadcast(_candidates(proj)), ["stream", "epoch"]).select(
+            "*", writer.alias("writer"), txn.alias("vtxn")
+        )
+    ).filter(F.col("vtxn").isNotNull())
     key = ["stream", "epoch", "writer", "vtxn"]
     seen = reads.groupBy(*key, "proc_rank", "tp").agg(F.count_distinct("value").alias("seen"))
     # those transactions' records per partition (placed at their read or acked offset)
