@@ -142,11 +142,16 @@ def test_one_jvm_gets_one_exit_hook(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     so it is finished (and announced) once."""
     hooks: list[tuple[object, ...]] = []
     monkeypatch.setattr(class_archive.atexit, "register", lambda *a: hooks.append(a))
+    child = "import sys; print(1, flush=True); sys.stdin.read()"
     jvm = subprocess.Popen(
-        [sys.executable, "-c", "import sys; sys.stdin.read()", "-cp", str(tmp_path)],
+        [sys.executable, "-c", child, "-cp", str(tmp_path)],
         stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
     )
     try:
+        # once it prints, it runs its own command line (before, /proc may show the forked
+        # parent's)
+        assert jvm.stdout is not None and jvm.stdout.readline()
 
         class Gateway:
             proc = jvm
