@@ -74,9 +74,9 @@ def parse_value(value: Column) -> tuple[Column, Column, Column]:
     """(writer, txn, parsed_ok) from a ``writer|txn|index`` value (txn null for ``-`` or when it
     is not a number); ``parsed_ok``: the value holds exactly two ``|``.
 
-    Found by position (``locate``, ``substring``) on Spark's own string bytes: ``split`` makes
-    a Java ``String`` of every value and splits that (a copy, a decode and three allocations
-    per row; ~7% of an analysis' task time in a profile of a 10M-event history)."""
+    Found by position (``locate``, ``substring``) on Spark's own string bytes: ``split``
+    decodes each value into a Java ``String``, splits that and encodes the parts back (with its
+    copies, ~7% of the task samples in a profile of a 10M-event history)."""
     bar = F.lit("|")
     first = F.call_function("locate", bar, value)
     second = F.call_function("locate", bar, value, first + 1)
@@ -219,7 +219,8 @@ class Projections:
     def _rank_join(df: DataFrame, table: DataFrame, col: str, name: str, key: str) -> DataFrame:
         """``df`` left-joined to a rank table on its ``col``: by the name's hash where the table
         is keyed so (a hash table of longs; no key bytes compared), else by name.  Hashes stand
-        for names exactly: the table holds every name of the history, with distinct hashes, and
+        for names exactly: the tables hold every process of the history and every topic that
+        has a partition in it (a rank is used only with a partition), with distinct hashes, and
         a null name matches nothing."""
         if key in table.columns:
             h = F.when(F.col(col).isNotNull(), F.xxhash64(col))

@@ -58,10 +58,10 @@ def check(ctx: CheckContext) -> CheckOutput:
         return out
     proj = ctx.proj
     # what each reader returned of a transaction, per epoch, in the candidate spans only:
-    # distinct records, so that a record returned twice does not hide a missing one
-    # kept once joined: the reads are parsed only in the candidate spans (a filter on the parsed
-    # transaction would otherwise be pushed below the join, parsing every read), and the
-    # candidates are found once for the three uses below
+    # distinct records, so that a record returned twice does not hide a missing one.  Those
+    # reads are kept once joined: only they are parsed (a filter on the parsed transaction would
+    # otherwise be pushed below the join and parse every read), and the candidates are found
+    # once for the three uses below
     writer, txn, _ = parse_value(F.col("value"))
     reads = proj.keep(
         proj.reads.join(F.broadcast(_candidates(proj)), ["stream", "epoch"]).select(
