@@ -216,12 +216,13 @@ class Projections:
         )
 
     @staticmethod
-    def _rank_join(df: DataFrame, table: DataFrame, col: str, name: str, key: str) -> DataFrame:
-        """``df`` left-joined to a rank table on its ``col``: by the name's hash where the table
-        is keyed so (a hash table of longs; no key bytes compared), else by name.  Hashes stand
-        for names exactly: the tables hold every process of the history and every topic that
-        has a partition in it (a rank is used only with a partition), with distinct hashes, and
-        a null name matches nothing."""
+    def _rank_join(df: DataFrame, table: DataFrame, col: str, prefix: str) -> DataFrame:
+        """``df`` left-joined to a rank table (:meth:`_rank_table` with ``prefix``) on its
+        ``col``: by the name's hash where the table is keyed so (a hash table of longs; no key
+        bytes compared), else by name.  Hashes stand for names exactly: the tables hold every
+        process of the history and every topic that has a partition in it (a rank is used only
+        with a partition), with distinct hashes, and a null name matches nothing."""
+        name, key = f"{prefix}_name", f"{prefix}_key"
         if key in table.columns:
             h = F.when(F.col(col).isNotNull(), F.xxhash64(col))
             return df.join(F.broadcast(table), h == F.col(key), "left").drop(key)
@@ -235,10 +236,10 @@ class Projections:
         history with 217 processes and 14 topics, the two ranks added ~4 CPU-s to a scan by
         search and less than the scan's own run-to-run noise by join."""
         procs, topics = self._rank_tables
-        df = self._rank_join(df, procs, "process", "_proc_name", "_proc_key")
+        df = self._rank_join(df, procs, "process", "_proc")
         if not tp:
             return df
-        df = self._rank_join(df, topics, "topic", "_topic_name", "_topic_key")
+        df = self._rank_join(df, topics, "topic", "_topic")
         rank, partition = F.col("_topic_rank"), F.col("partition")
         tp_key = F.when(rank.isNotNull() & partition.isNotNull(), pack_tp(rank, partition))
         return df.select("*", tp_key.alias("_tp")).drop("_topic_rank")
