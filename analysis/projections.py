@@ -58,6 +58,8 @@ COMMITTED, ABORTED, INDETERMINATE, OPEN, UNKNOWN = (
     "unknown",
 )
 NOT_COMMITTED = [ABORTED, OPEN]
+#: an observation's (and a value's greatest write's) :func:`output_key`
+OUTPUT_KEYS = ("out_k1", "out_k2")
 READ, WRITE, REWIND = "r", "w", "x"
 OP_MASK = (1 << OP_BITS) - 1
 PROC_MASK = (1 << PROC_BITS) - 1
@@ -129,6 +131,23 @@ def obs_proc_rank(key: Column) -> Column:
 
 def obs_op_id(key: Column) -> Column:
     return key.bitwiseAND(F.lit(OP_MASK))
+
+
+#: seeds the second of the two hashes of :func:`output_key`
+OUTPUT_KEY_SALT = "txnchaos-output"
+
+
+def output_key(group: Column, source: Column) -> tuple[Column, Column]:
+    """A copier's output as two 64-bit hashes of (its group, the input value it names as its
+    source): ``xxhash64(group, source)`` and the same hash seeded differently (the salt hashed
+    first).  Matching outputs to inputs on the pair means no string is compared or shuffled;
+    a false match needs both hashes to collide (~2**-128 per pair).  Null unless both are
+    set."""
+    both = group.isNotNull() & source.isNotNull()
+    return (
+        F.when(both, F.xxhash64(group, source)),
+        F.when(both, F.xxhash64(F.lit(OUTPUT_KEY_SALT), group, source)),
+    )
 
 
 def pack_tp(topic_rank: Column, partition: Column) -> Column:
@@ -328,6 +347,7 @@ class Projections:
             & (F.col("isolation").isNull() | _is("isolation", Isolation.READ_COMMITTED.value))
         )
         keep = (is_w & F.col("value").isNotNull()) | is_r
+        out_keys = output_key(F.col("group_id"), F.col("source"))
         role = F.when(is_w, F.lit(WRITE)).otherwise(F.lit(READ))
         if rewinds:
             is_x = F.col("type").isin(REWIND_ITEM_TYPES) & F.col("topic").isNotNull()
@@ -351,6 +371,7 @@ class Projections:
             F.when(is_w, F.col("source")).alias("source"),
             F.when(is_w, F.col("group_id")).alias("group_id"),
             F.when(is_w, F.col("producer_id")).alias("producer_id"),
+            *(F.when(is_w, k).alias(n) for n, k in zip(OUTPUT_KEYS, out_keys, strict=True)),
         )
 
     # -- by value ---------------------------------------------------------------------------
@@ -379,6 +400,7 @@ class Projections:
             "offset",
             F.when(w, F.shiftleft(rank.cast("long"), OP_BITS) + F.col("op_id")).alias("wkey"),
             obs_key(F.col("role"), rank, F.col("op_id")).alias("okey"),
+            *OUTPUT_KEYS,
         ).repartition("value")
         agg = obs.groupBy("value", "place").agg(
             F.sum(F.col("is_w").cast("int")).alias("n_w"),
@@ -391,6 +413,7 @@ class Projections:
             F.max_by("w_txn", "wkey").alias("w_txn"),
             F.max_by("tp", "wkey").alias("w_tp"),
             F.max_by("offset", "wkey").alias("w_offset"),
+            *(F.max_by(k, "wkey").alias(k) for k in OUTPUT_KEYS),
             F.max(F.col("is_w") & (F.col("oc") == OUTCOME_CODES[Outcome.OK.value])).alias("any_ok"),
             F.min("okey").alias("omin"),
             F.min_by("t", "okey").alias("omin_t"),
@@ -424,7 +447,8 @@ class Projections:
     @cached_property
     def values(self) -> DataFrame:
         """Per value: n_w, n_r, n_final, fr_t (first read time), its greatest write (wkey, w_t,
-        w_outcome code, w_tp, w_offset), pmin (least place: loc_min) with lmin_o/lmin_t (its
+        w_outcome code, w_tp, w_offset, and ``out_k1``/``out_k2``: its :func:`output_key` when
+        it is a copier's output), pmin (least place: loc_min) with lmin_o/lmin_t (its
         least observation), pmax/lmax_o/lmax_t (greatest place, only where it differs: a
         duplicate), writer, vtxn, status, commit_invoke_ns."""
         p = self.placements
@@ -439,6 +463,7 @@ class Projections:
             F.max_by("w_txn", "wkey").alias("w_txn"),
             F.max_by("w_tp", "wkey").alias("w_tp"),
             F.max_by("w_offset", "wkey").alias("w_offset"),
+            *(F.max_by(k, "wkey").alias(k) for k in OUTPUT_KEYS),
             F.min("place").alias("pmin"),
             F.max("place").alias("pmax"),
             # loc_min / loc_max: the least observation at the least place, the greatest at the
@@ -472,6 +497,7 @@ class Projections:
             "w_outcome",
             "w_tp",
             "w_offset",
+            *OUTPUT_KEYS,
             "pmin",
             "lmin_o",
             "lmin_t",

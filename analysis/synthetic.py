@@ -756,9 +756,12 @@ class Synth:
                         return vals[-1]
         raise RuntimeError("no multi-record transaction in one partition")
 
-    def inject_ctp_duplicate_output(self, source: str | None = None) -> str:
+    def inject_ctp_duplicate_output(
+        self, source: str | None = None, group: str = "copy-group"
+    ) -> str:
         """A second committed output for an input record already copied (the first copied, or
-        the one whose value is ``source``)."""
+        the one whose value is ``source``), written under ``group`` (another group's output
+        is no duplicate: each group copies every input once)."""
         out = next(
             o
             for o in self.ops
@@ -776,7 +779,7 @@ class Synth:
             abort=False,
             tp_choices=[],
             records=[(tp, encode_value("copier0", txn, 0), src)],
-            group="copy-group",
+            group=group,
         )
         val = encode_value("copier0", txn, 0)
         off = self._locate(val)[2]

@@ -4,7 +4,8 @@ group's committed position (the highest offset sent with send_offsets in a commi
 transaction) has exactly one output record (a write whose ``source`` is that input's value) in
 the final read; input records at or above the committed position have none (outputs and
 offsets commit atomically). Counts: missing outputs, duplicated outputs (inputs with more than
-one), outputs ahead of the committed offsets."""
+one), outputs ahead of the committed offsets.  (Outputs are matched to inputs by a 128-bit hash
+of (group, source), see projections.output_key.)"""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from typing import Any
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from ..projections import COMMITTED, place_offset, place_tp
+from ..projections import COMMITTED, OUTPUT_KEYS, output_key, place_offset, place_tp
 from ..summary import OP_BITS
 from .base import LATER, CheckOutput, Exact, Refine, anomalies, definition
 from .context import CheckContext
@@ -21,14 +22,13 @@ from .context import CheckContext
 NAME = "consume_transform_produce"
 
 
-def _outputs(proj: Any, sources: list[str] | None = None) -> DataFrame:
-    """(value, o_group, o_source) of the output records in the final read: values whose
-    greatest write (the one ``values`` keeps) names a source.  A value's source and group are
-    not kept per value (they are strings): they come from that write in the history."""
+def _outputs(proj: Any, sources: list[str]) -> DataFrame:
+    """(value, o_group, o_source) of the output records in the final read whose source is one
+    of ``sources`` (for the examples' evidence): values whose greatest write (the one
+    ``values`` keeps) names a source.  A value's source and group are not kept per value (they
+    are strings): they come from that write in the history."""
     h = proj.h
-    cond = (F.col("type") == "send") & F.col("value").isNotNull() & F.col("source").isNotNull()
-    if sources is not None:
-        cond = cond & F.col("source").isin(sources)
+    cond = (F.col("type") == "send") & F.col("value").isNotNull() & F.col("source").isin(sources)
     sends = h.filter(cond).select("value", "process", "op_id", "group_id", "source")
     sends = proj.with_ranks(sends, tp=False).select(
         "value",
@@ -88,13 +88,15 @@ def check(ctx: CheckContext) -> CheckOutput:
         .select("g", proj.tp_key(F.col("topic"), F.col("partition")).alias("g_tp"), "committed_pos")
     )
     v = proj.values.filter(F.col("n_final") > 0)
-    # outputs in the final read per (group, input value)
+    # outputs in the final read per (group, input value), keyed by the pair of hashes each
+    # value's greatest write carries (values: out_k1, out_k2)
+    k1, k2 = OUTPUT_KEYS
     outputs = (
-        _outputs(proj)
-        .repartition("o_source")
-        .groupBy("o_group", "o_source")
+        v.filter(F.col(k1).isNotNull())
+        .groupBy(F.col(k1).alias("o_k1"), F.col(k2).alias("o_k2"))
         .agg(F.count(F.lit(1)).alias("n_out"))
     )
+    i_k1, i_k2 = output_key(F.col("g"), F.col("value"))
     inputs = v.join(F.broadcast(pos), place_tp(F.col("pmin")) == F.col("g_tp")).select(
         "g",
         "value",
@@ -102,10 +104,12 @@ def check(ctx: CheckContext) -> CheckOutput:
         place_offset(F.col("pmin")).alias("offset"),
         "committed_pos",
         F.col("fr_t").alias("t"),
+        i_k1.alias("i_k1"),
+        i_k2.alias("i_k2"),
     )
     j = inputs.join(
         outputs.hint("shuffle_hash"),
-        (inputs["g"] == outputs["o_group"]) & (inputs["value"] == outputs["o_source"]),
+        (inputs["i_k1"] == outputs["o_k1"]) & (inputs["i_k2"] == outputs["o_k2"]),
         "left",
     ).withColumn("n_out", F.coalesce("n_out", F.lit(0)))
     ev = {

@@ -106,6 +106,18 @@ def test_injected_anomaly_is_caught(
     assert {e["kind"] for e in c.examples} == set(expected)
 
 
+def test_an_output_of_another_group_is_not_a_duplicate(spark: SparkSession, tmp_path: Path) -> None:
+    """Outputs count per (group, source): a second group's copy of an input that the copier's
+    group copied once leaves that group with one output (outputs are matched to inputs by a
+    hash of both, projections.output_key)."""
+    synth = build()
+    synth.inject_ctp_duplicate_output(group="another-group")
+    v = judge(spark, synth, tmp_path)
+    c = v.checkers["consume_transform_produce"]
+    assert c.status == "valid", c.counts
+    assert counts(v)["consume_transform_produce"] == {}
+
+
 def test_unknown_outcome_commits_wholly_visible_or_invisible_are_fine(
     spark: SparkSession, tmp_path: Path
 ) -> None:
