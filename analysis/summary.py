@@ -40,13 +40,16 @@ class Summary:
     #: (topic, partition) -> producer id -> whether a send of it there was acknowledged (a send
     #: without a topic counts under (None, None))
     producers: dict[tuple[Any, Any], dict[int, bool]] = field(default_factory=dict)
-    type_counts: dict[str, int] = field(default_factory=dict)  #: ops per event type
     #: name -> its 64-bit hash (Spark's ``xxhash64``), for the processes and for the topics
     process_keys: dict[str, int] = field(default_factory=dict)
     topic_keys: dict[str, int] = field(default_factory=dict)
-    events: int = 0  #: history rows
+    #: ops per event type and history rows: derived from the timeline (not constructor
+    #: arguments, so ``dataclasses.replace`` derives them again instead of adding to them)
+    type_counts: dict[str, int] = field(init=False, default_factory=dict)
+    events: int = field(init=False, default=0)
 
     def __post_init__(self) -> None:
+        self.type_counts, self.events = {}, 0
         for r in self.timeline:
             self.type_counts[r["type"]] = self.type_counts.get(r["type"], 0) + int(r["ops"])
             self.events += int(r["rows"])
