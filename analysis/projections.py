@@ -45,7 +45,7 @@ from pyspark.sql import functions as F
 
 from ..harness.history.schema import EventType, Isolation, Outcome
 from .load import RunData
-from .summary import OP_BITS, PARTITION_BITS, PROC_BITS, Summary
+from .summary import OP_BITS, PARTITION_BITS, PROC_BITS, Summary, name_key
 
 E = EventType
 READ_TYPES = [E.POLL.value, E.FINAL_READ.value]
@@ -243,8 +243,7 @@ class Projections:
         with a partition), with distinct hashes, and a null name matches nothing."""
         name, key = f"{prefix}_name", f"{prefix}_key"
         if key in table.columns:
-            h = F.when(F.col(col).isNotNull(), F.xxhash64(col))
-            return df.join(F.broadcast(table), h == F.col(key), "left").drop(key)
+            return df.join(F.broadcast(table), name_key(F.col(col)) == F.col(key), "left").drop(key)
         return df.join(F.broadcast(table), F.col(col) == F.col(name), "left").drop(name)
 
     def with_ranks(self, df: DataFrame, tp: bool = True) -> DataFrame:

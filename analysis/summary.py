@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from ..harness.history.run_dir import RunDirError
@@ -53,6 +53,13 @@ class Summary:
         for r in self.timeline:
             self.type_counts[r["type"]] = self.type_counts.get(r["type"], 0) + int(r["ops"])
             self.events += int(r["rows"])
+
+
+def name_key(name: Column) -> Column:
+    """A process's or topic's 64-bit key: Spark's ``xxhash64`` of the name, null for a null
+    name.  The summary keys the names with it and projections look their ranks up by it, so
+    both sides hash alike."""
+    return F.when(name.isNotNull(), F.xxhash64(name))
 
 
 def summarize(h: DataFrame) -> Summary:
@@ -133,8 +140,8 @@ def summarize(h: DataFrame) -> Summary:
                 "min_off",
                 "max_off",
                 "acked",
-                F.xxhash64("process").alias("process_key"),
-                F.when(F.col("topic").isNotNull(), F.xxhash64("topic")).alias("topic_key"),
+                name_key(F.col("process")).alias("process_key"),
+                name_key(F.col("topic")).alias("topic_key"),
             )
         )
         .collect()
