@@ -4,11 +4,12 @@ Local defaults: ``local[2]``, UI off, driver bound to 127.0.0.1 (``SPARK_LOCAL_I
 the JVM starts, so Spark does not warn that the hostname resolves to loopback), Spark's classes
 mapped from a class-data-sharing archive an earlier run wrote (class_archive.py), log4j at ERROR
 (real errors stay visible; Spark's start-up chatter does not), the parallel garbage collector
-(``GC_OPTIONS``), few shuffle partitions (``tune_session`` picks them from the history's size:
-the data of one run is small per core, and every extra partition is another task per stage), a
-generous broadcast threshold (transaction tables are small and joining them by broadcast avoids
-shuffles of the history).  With a remote master the driver is not bound to loopback (executors
-must reach it) and Spark's own logging and partitioning defaults apply.
+(``GC_OPTIONS``), Spark's own memory off the heap (``DEFAULT_OFF_HEAP``), few shuffle
+partitions (``tune_session`` picks them from the history's size: the data of one run is small
+per core, and every extra partition is another task per stage), a generous broadcast threshold
+(transaction tables are small and joining them by broadcast avoids shuffles of the history).
+With a remote master the driver is not bound to loopback (executors must reach it) and Spark's
+own logging, memory and partitioning defaults apply.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import tempfile
 from pathlib import Path
 
@@ -91,6 +93,13 @@ GC_OPTIONS = ("-XX:+UseParallelGC",)
 ROWS_PER_PARTITION = 6_000_000
 MIN_PARALLEL_ROWS = 200_000
 MAX_LOCAL_PARTITIONS = 8
+#: off-heap memory of a local session (``TXNCHAOS_SPARK_OFFHEAP`` overrides): Spark's own
+#: memory (hash-aggregation maps, sort and shuffle buffers) lives outside the garbage-collected
+#: heap, so young collections no longer copy its pages.  Allocated as used, not up front.  (The
+#: kept projections stay in the heap: a local checkpoint's storage level drops the off-heap
+#: flag.)  Measured on a 10,434,991-event history, three alternating pairs: GC threads
+#: 9.0-13.1 -> 3.5-4.5 CPU-s
+DEFAULT_OFF_HEAP = "3g"
 #: rows of one window partition (a consumer's reads of one partition) a local session keeps
 #: in an in-memory array before it moves them into a spillable sorter: Spark's default of
 #: 4,096 sends every long stream through the sorter's copies (measured on a 10M-event history:
@@ -220,12 +229,23 @@ def get_session(
             .config("spark.shuffle.compress", "false")
             .config("spark.shuffle.spill.compress", "false")
             .config("spark.sql.windowExec.buffer.in.memory.threshold", str(WINDOW_ROWS_IN_MEMORY))
+            .config("spark.memory.offHeap.enabled", "true")
+            .config("spark.memory.offHeap.size", off_heap_size())
         )
     spark = b.getOrCreate()
     if _is_local(master):
         spark.sparkContext.setLogLevel("ERROR")
         class_archive.after_start(archive, spark.sparkContext._gateway)
     return spark
+
+
+def off_heap_size() -> str:
+    """A local session's off-heap memory: ``TXNCHAOS_SPARK_OFFHEAP`` (a size such as ``3g``,
+    ``512m``) or :data:`DEFAULT_OFF_HEAP`."""
+    size = os.environ.get("TXNCHAOS_SPARK_OFFHEAP", DEFAULT_OFF_HEAP)
+    if not re.fullmatch(r"[1-9][0-9]*[kmgt]?", size.lower()):
+        raise ValueError(f"TXNCHAOS_SPARK_OFFHEAP={size!r}: expected a size such as 3g or 512m")
+    return size
 
 
 def local_shuffle_partitions(rows: int, cores: int) -> int:

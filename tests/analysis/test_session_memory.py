@@ -1,5 +1,6 @@
 """What keeps a long analysis cheap for the JVM's garbage collector: the local session runs
-the parallel (throughput) collector, and the shared projections are kept serialized."""
+the parallel (throughput) collector, Spark's own memory is off the heap, and the shared
+projections are kept serialized."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pyspark.sql import SparkSession
 
 from txnchaos.analysis.load import load_run, prepare_run
 from txnchaos.analysis.projections import Projections
+from txnchaos.analysis.spark import DEFAULT_OFF_HEAP
 from txnchaos.analysis.summary import summarize
 
 from .helpers import build
@@ -36,6 +38,12 @@ def test_projections_are_kept_serialized_and_released(spark: SparkSession, tmp_p
         assert level.useMemory() and level.useDisk(), level.description()
     proj.release()
     assert not set(dict(sc._jsc.getPersistentRDDs()).keys()) - before
+
+
+def test_the_local_session_has_off_heap_memory(spark: SparkSession) -> None:
+    """Aggregation maps and sort and shuffle buffers are allocated off the heap."""
+    assert spark.conf.get("spark.memory.offHeap.enabled") == "true"
+    assert spark.conf.get("spark.memory.offHeap.size") == DEFAULT_OFF_HEAP
 
 
 def test_kept_rows_are_serialized_without_reference_tracking(spark: SparkSession) -> None:

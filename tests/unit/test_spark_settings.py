@@ -10,12 +10,14 @@ from pathlib import Path
 import pytest
 
 from txnchaos.analysis.spark import (
+    DEFAULT_OFF_HEAP,
     DRIVER_SIDE_CLASSES,
     QUICK_JIT_ROWS,
     jit_mode,
     jit_options,
     local_cores,
     local_shuffle_partitions,
+    off_heap_size,
 )
 
 
@@ -35,6 +37,19 @@ def test_the_jit_can_be_forced_and_a_bad_value_is_named(monkeypatch: pytest.Monk
     monkeypatch.setenv("TXNCHAOS_SPARK_JIT", "fast")
     with pytest.raises(ValueError, match="TXNCHAOS_SPARK_JIT='fast'"):
         jit_mode(10)
+
+
+def test_off_heap_size_can_be_set_and_a_bad_value_is_named(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("TXNCHAOS_SPARK_OFFHEAP", raising=False)
+    assert off_heap_size() == DEFAULT_OFF_HEAP
+    monkeypatch.setenv("TXNCHAOS_SPARK_OFFHEAP", "512m")
+    assert off_heap_size() == "512m"
+    for bad in ("lots", "0", "3 g", "-1g"):
+        monkeypatch.setenv("TXNCHAOS_SPARK_OFFHEAP", bad)
+        with pytest.raises(ValueError, match="TXNCHAOS_SPARK_OFFHEAP="):
+            off_heap_size()
 
 
 @pytest.mark.parametrize(
