@@ -8,6 +8,11 @@ Cost model: the checkers only *describe* Spark DataFrames of anomaly rows; the p
 them and runs one job to materialise the (normally empty) anomaly set, then a few tiny jobs for
 counts, examples and plot data.  Shared projections (see projections.py) mean each history
 column is shuffled a handful of times in total, not once per checker.
+
+Independent work runs at once (parallel.py): the summary beside the report's LSO series; the
+two shuffles of the history (by value, by stream) beside the checkers of metrics and final
+state; then the other checkers in two groups, each with its own anomaly job.  One thread's
+planning and stage tails then overlap another's tasks.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from functools import reduce
+from functools import partial, reduce
 from pathlib import Path
 from typing import Any
 
@@ -44,9 +49,10 @@ from .checkers import (
 from .checkers.base import CheckOutput, Exact, Place
 from .checkers.context import CheckContext
 from .load import load_run, prepare_run
+from .parallel import run_parallel
 from .projections import Projections
 from .spark import get_session, history_rows, tune_session
-from .summary import summarize
+from .summary import Summary, summarize
 from .verdict import INVALID, UNKNOWN, VALID, CheckerVerdict, Verdict, overall_status
 
 CHECKERS = (
@@ -62,14 +68,30 @@ CHECKERS = (
     hanging_transactions,
     metrics,
 )
+#: checkers that read the metrics, the final state and the transactions only: they run beside
+#: the shuffles of the history
+SIDE_CHECKERS = (hanging_transactions, metrics)
+#: the others, in two groups judged at once: what reads the streams, and what reads the values
+JUDGED = (
+    (ordering, torn_transaction, duplicate, lost_write),
+    (
+        consume_transform_produce,
+        aborted_read,
+        precommitted_read,
+        inconsistent_offsets,
+        indeterminate_commit,
+    ),
+)
 SEC = 1_000_000_000
 MAX_PLOT_PARTITIONS = 10
 MAX_PLOT_POINTS = 400
 
 
-def _anomaly_results(
-    frames: list[DataFrame], n_examples: int
-) -> tuple[dict[tuple[str, str], int], list[dict[str, Any]], list[dict[str, Any]]]:
+#: counts per (checker, kind), examples, anomalies per checker and second
+AnomalyResults = tuple[dict[tuple[str, str], int], list[dict[str, Any]], list[dict[str, Any]]]
+
+
+def _anomaly_results(frames: list[DataFrame], n_examples: int) -> AnomalyResults:
     """Counts per (checker, kind), the first ``n_examples`` per kind, and anomalies per checker
     and second, from ONE Spark job over the union of every checker's anomaly frames."""
     if not frames:
@@ -122,6 +144,19 @@ def _anomaly_results(
             )
         if r["sec"] is not None:
             timeline.append({"checker": r["checker"], "sec": r["sec"], "n": int(r["sec_n"])})
+    examples.sort(key=lambda e: (e["checker"], e["kind"], e["time_ns"] is None, e["time_ns"] or 0))
+    return counts, examples, timeline
+
+
+def _merge(results: list[AnomalyResults]) -> AnomalyResults:
+    """One :func:`_anomaly_results` of several, for disjoint sets of checkers."""
+    counts: dict[tuple[str, str], int] = {}
+    examples: list[dict[str, Any]] = []
+    timeline: list[dict[str, Any]] = []
+    for c, e, t in results:
+        counts.update(c)
+        examples += e
+        timeline += t
     examples.sort(key=lambda e: (e["checker"], e["kind"], e["time_ns"] is None, e["time_ns"] or 0))
     return counts, examples, timeline
 
@@ -279,11 +314,20 @@ def analyze(
     t = time.perf_counter()
     data = load_run(spark, run)
     tune_session(spark, rows)
-    try:
-        with _job(spark, "summary"):
-            summary = summarize(data.history)
-    except PySparkException as e:
-        raise RunDirError(f"history of {run_dir} could not be read: {e}") from e
+
+    def summary_job() -> Summary:
+        try:
+            with _job(spark, "summary"):
+                return summarize(data.history)
+        except PySparkException as e:
+            raise RunDirError(f"history of {run_dir} could not be read: {e}") from e
+
+    def lso_job() -> dict[str, Any]:
+        with _job(spark, "summaries"):
+            return _lso_series(data) if write else {}
+
+    # the report's LSO series reads the metrics only: it runs beside the summary
+    summary, lso = run_parallel(spark, summary_job, lso_job)
     timings["load_s"] = time.perf_counter() - t
     type_counts = summary.type_counts
     timeline = summary.timeline
@@ -291,29 +335,46 @@ def analyze(
     proj = Projections(data, summary)
     ctx = CheckContext(data, proj, type_counts, examples)
     t = time.perf_counter()
-    outputs = []
-    for mod in CHECKERS:
-        tc = time.perf_counter()
-        with _job(spark, f"checker {mod.NAME}"):
-            outputs.append(mod.check(ctx))
-        timings[f"checker_{mod.NAME}_s"] = time.perf_counter() - tc
-    frames = [f for o in outputs for f in o.frames]
+    done: dict[str, CheckOutput] = {}
+
+    def side_job() -> dict[str, int]:
+        for mod in SIDE_CHECKERS:
+            done[mod.NAME] = _check(spark, mod, ctx, timings)
+        with _job(spark, "summaries"):
+            return {
+                r["status"]: int(r["count"]) for r in proj.txns.groupBy("status").count().collect()
+            }
+
+    def by_value() -> None:
+        with _job(spark, "projections by value"):
+            proj.materialise(proj.values, proj.offsets)
+
+    def by_stream() -> None:
+        with _job(spark, "projections by stream"):
+            proj.materialise(proj.stream, proj.spans)
+
+    # the two shuffles of the history, and the checkers that read little but metrics and the
+    # final state, at once (parallel.py); the other checkers then mostly read kept projections
+    proj.prepare()
+    txn_status, _, _ = run_parallel(spark, side_job, by_value, by_stream)
+    timings["projections_s"] = time.perf_counter() - t
+
+    def judge(group: tuple[Any, ...]) -> AnomalyResults:
+        for mod in group:
+            done[mod.NAME] = _check(spark, mod, ctx, timings)
+        with _job(spark, "anomalies"):
+            return _anomaly_results([f for mod in group for f in done[mod.NAME].frames], examples)
+
+    # the other checkers in two groups at once, each with its own anomaly job
     tc = time.perf_counter()
-    with _job(spark, "anomalies"):
-        counts, ex, anomaly_tl = _anomaly_results(frames, examples)
+    counts, ex, anomaly_tl = _merge(run_parallel(spark, *(partial(judge, g) for g in JUDGED)))
     timings["anomaly_job_s"] = time.perf_counter() - tc
+    outputs = [done[mod.NAME] for mod in CHECKERS]
     tc = time.perf_counter()
     with _job(spark, "evidence"):
         _refine(ctx, outputs, ex)
     timings["evidence_s"] = time.perf_counter() - tc
     timings["checkers_s"] = time.perf_counter() - t
-    t = time.perf_counter()
-    with _job(spark, "summaries"):
-        txn_status = {
-            r["status"]: int(r["count"]) for r in proj.txns.groupBy("status").count().collect()
-        }
-        lso = _lso_series(data) if write else {}
-    timings["summaries_s"] = time.perf_counter() - t
     proj.release()
     checkers = _verdicts(outputs, counts, ex, examples)
     for o in outputs:
@@ -343,6 +404,17 @@ def analyze(
         verdict.write(root / VERDICT_JSON)
         (root / REPORT_HTML).write_text(render_report(verdict), encoding="utf-8")
     return verdict
+
+
+def _check(
+    spark: SparkSession, mod: Any, ctx: CheckContext, timings: dict[str, float]
+) -> CheckOutput:
+    """One checker's output (its frames described, its small jobs run), timed."""
+    t = time.perf_counter()
+    with _job(spark, f"checker {mod.NAME}"):
+        out: CheckOutput = mod.check(ctx)
+    timings[f"checker_{mod.NAME}_s"] = time.perf_counter() - t
+    return out
 
 
 @contextmanager

@@ -36,8 +36,9 @@ topic has no place.
 
 from __future__ import annotations
 
+import threading
 from functools import cached_property, reduce
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, Window
@@ -66,6 +67,31 @@ PROC_MASK = (1 << PROC_BITS) - 1
 #: a write's outcome as a number (aggregation buffers must be fixed-width)
 OUTCOME_CODES = {Outcome.OK.value: 1, Outcome.INFO.value: 2, Outcome.FAIL.value: 3}
 FAIL_CODE = OUTCOME_CODES[Outcome.FAIL.value]
+
+
+T = TypeVar("T")
+
+
+class shared_property(cached_property[T], Generic[T]):
+    """A ``cached_property`` computed once per instance even when several threads ask for it at
+    once (parallel.py reads projections from several threads; Python 3.12 dropped
+    ``cached_property``'s lock, and 3.11's is one per property for all instances).  Each
+    property of an instance has a lock of its own; a property computed from others takes their
+    locks after its own, in the order the properties depend on each other, so no two threads
+    wait on each other."""
+
+    def __get__(self, instance: Any, owner: type[Any] | None = None) -> Any:
+        if instance is None:
+            return self
+        cache = instance.__dict__
+        name = self.attrname or self.func.__name__
+        if name in cache:
+            return cache[name]
+        locks: dict[str, threading.Lock] = cache.setdefault("_property_locks", {})
+        with locks.setdefault(name, threading.Lock()):  # setdefault: one winner per name
+            if name not in cache:
+                cache[name] = self.func(instance)
+            return cache[name]
 
 
 def _is(col: str, value: str) -> Column:
@@ -204,6 +230,18 @@ class Projections:
             return df
         return df.localCheckpoint(eager=False, storageLevel=StorageLevel.MEMORY_AND_DISK)
 
+    def prepare(self) -> None:
+        """Describe what the projections share (the transactions, the rank tables) once, on
+        this thread, before threads materialise projections that read them (parallel.py)."""
+        _ = self.txns, self._rank_tables
+
+    @staticmethod
+    def materialise(*frames: DataFrame) -> None:
+        """Compute kept projections now (each kept frame is computed by the first job that
+        reads it, and then read from memory)."""
+        for df in frames:
+            df.count()
+
     def release(self) -> None:
         """Drop the materialised projections (the RDDs persisted since this object was made)."""
         sc = self.h.sparkSession.sparkContext
@@ -213,7 +251,7 @@ class Projections:
 
     # -- ranks and names ------------------------------------------------------------------
 
-    @cached_property
+    @shared_property
     def _rank_tables(self) -> tuple[DataFrame, DataFrame]:
         """(process -> rank, topic -> rank) as tiny tables to broadcast, each row keyed by its
         name's 64-bit hash (``_proc_key``, ``_topic_key``; from the summary) when those hashes
@@ -289,7 +327,7 @@ class Projections:
 
     # -- transactions -------------------------------------------------------------------
 
-    @cached_property
+    @shared_property
     def txns(self) -> DataFrame:
         h = self.h.filter(
             F.col("txn").isNotNull()
@@ -375,7 +413,7 @@ class Projections:
 
     # -- by value ---------------------------------------------------------------------------
 
-    @cached_property
+    @shared_property
     def placements(self) -> DataFrame:
         """Per (value, place): observations, the greatest write among them (by process, op_id:
         what ``max(struct(process, op_id, ...))`` picks), the least and greatest observation,
@@ -443,7 +481,7 @@ class Projections:
         ).drop("status")
         return self._keep(agg)
 
-    @cached_property
+    @shared_property
     def values(self) -> DataFrame:
         """Per value: n_w, n_r, n_final, fr_t (first read time), its greatest write (wkey, w_t,
         w_outcome code, w_tp, w_offset, and ``out_k1``/``out_k2``: its :func:`output_key` when
@@ -512,7 +550,7 @@ class Projections:
         )
         return self._keep(v)
 
-    @cached_property
+    @shared_property
     def offsets(self) -> DataFrame:
         """Per place: how many distinct values were observed there, whether it is known to hold
         a committed record (read by anyone, or acked by a committed write), and ``rank``: the
@@ -559,7 +597,7 @@ class Projections:
 
     # -- per (process, topic, partition) ------------------------------------------------------
 
-    @cached_property
+    @shared_property
     def stream(self) -> DataFrame:
         """Reads (kind 0) and committed writes (kind 1: acked sends of a committed transaction
         of their producer) in op order per (process, topic, partition) — the stream — with the
@@ -637,11 +675,11 @@ class Projections:
         before = F.filter(F.try_element_at(m, F.col("proc_rank")), lambda x: x < op_id)
         return F.coalesce(F.size(before), F.lit(0))
 
-    @cached_property
+    @shared_property
     def reads(self) -> DataFrame:
         return self.stream.filter(F.col("kind") == 0)
 
-    @cached_property
+    @shared_property
     def partition_reads(self) -> DataFrame:
         """Per partition: the highest offset any read returned, and whether a final read ran."""
         return self.reads.groupBy("tp").agg(
@@ -649,7 +687,7 @@ class Projections:
             F.max("is_final").alias("has_final"),
         )
 
-    @cached_property
+    @shared_property
     def spans(self) -> DataFrame:
         """Per consumer, partition and epoch: first and last offset read, distinct offsets
         read (``n_read``), first and last read time; ``backwards``: some read of the epoch was
@@ -682,7 +720,7 @@ class Projections:
         )
         return self._keep(s)
 
-    @cached_property
+    @shared_property
     def span_skips(self) -> DataFrame:
         """Spans with ``rank_a``/``rank_b`` (the ranks of their first and last offset among the
         partition's committed offsets) and ``skipped``: committed offsets in between that the
