@@ -15,7 +15,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from ..projections import COMMITTED, OUTPUT_KEYS, output_key, place_offset, place_tp
-from ..summary import OP_BITS
+from ..summary import OP_BITS, PARTITION_BITS
 from .base import LATER, CheckOutput, Exact, Refine, anomalies, definition
 from .context import CheckContext
 
@@ -43,9 +43,32 @@ def _outputs(proj: Any, sources: list[str]) -> DataFrame:
     )
 
 
+def _input_values(proj: Any, examples: list[dict[str, Any]]) -> None:
+    """Put each example's input value in its evidence: the finally read value at the input's
+    place whose output key under the example's group is the one the anomaly row carries
+    (``_input``: the place and the key's first hash, in place of the value string)."""
+    groups = sorted({e["evidence"]["group"] for e in examples})
+    keys = [output_key(F.lit(g), F.col("value"))[0].alias(f"_k{i}") for i, g in enumerate(groups)]
+    places = sorted({e["evidence"]["_input"]["place"] for e in examples})
+    hits = (
+        proj.values.filter((F.col("n_final") > 0) & F.col("pmin").isin(places))
+        .select("pmin", "value", *keys)
+        .collect()
+    )
+    for e in examples:
+        ev = e["evidence"]
+        ref = ev.pop("_input")
+        col = f"_k{groups.index(ev['group'])}"
+        value = next(
+            (r["value"] for r in hits if r["pmin"] == ref["place"] and r[col] == ref["k1"]), None
+        )
+        ev["input"] = {"value": value, **ev["input"]}
+
+
 def _needs(ctx: CheckContext, examples: list[dict[str, Any]]) -> tuple[set[str], set[Any]]:
+    _input_values(ctx.proj, examples)
     pairs = {(e["evidence"]["group"], e["evidence"]["input"]["value"]) for e in examples}
-    rows = _outputs(ctx.proj, sorted({src for _, src in pairs})).collect()
+    rows = _outputs(ctx.proj, sorted({src for _, src in pairs if src is not None})).collect()
     by_key: dict[tuple[str, str], list[str]] = {}
     for r in rows:
         by_key.setdefault((r["o_group"], r["o_source"]), []).append(r["value"])
@@ -78,62 +101,107 @@ def check(ctx: CheckContext) -> CheckOutput:
         out.unknown = "no final read: the visible outputs are unknown"
         return out
     proj = ctx.proj
-    h = proj.h
-    so = h.filter((F.col("type") == "send_offsets") & F.col("topic").isNotNull())
-    t = proj.txns.filter(F.col("status") == COMMITTED).select("t_writer", "t_txn")
-    so = so.join(F.broadcast(t), (so["process"] == t["t_writer"]) & (so["txn"] == t["t_txn"]))
-    pos = (
-        so.groupBy(F.col("group_id").alias("g"), "topic", "partition")
-        .agg(F.max("offset").alias("committed_pos"))
-        .select("g", proj.tp_key(F.col("topic"), F.col("partition")).alias("g_tp"), "committed_pos")
+    positions = _committed_positions(proj)
+    if not positions:
+        out.notes.append("no send_offsets in a committed transaction: no input records to check")
+    groups = sorted({g for g, _, _ in positions})
+    # per (group, input partition): the group's committed position there; ``first`` marks one
+    # group per partition, whose row also carries the partition's outputs (below)
+    rows, seen = [], set()
+    for g, tp_k, pos in sorted(positions, key=lambda x: (x[1], x[0])):
+        rows.append((groups.index(g), g, tp_k, pos, tp_k not in seen))
+        seen.add(tp_k)
+    table = proj.h.sparkSession.createDataFrame(
+        rows, "g_idx int, g string, g_tp long, committed_pos long, first boolean"
     )
-    v = proj.values.filter(F.col("n_final") > 0)
-    # outputs in the final read per (group, input value), keyed by the pair of hashes each
-    # value's greatest write carries (values: out_k1, out_k2)
+    # one pass over the finally read values: each is an output (its greatest write's key) and,
+    # for each group that consumed its partition, an input (its key under that group); the two
+    # kinds meet by key in one aggregation of numbers (no value string is shuffled or compared)
+    v = proj.values.filter(F.col("n_final") > 0).select("value", "pmin", "fr_t", *OUTPUT_KEYS)
+    j = v.join(F.broadcast(table), place_tp(F.col("pmin")) == F.col("g_tp"), "left")
     k1, k2 = OUTPUT_KEYS
-    outputs = (
-        v.filter(F.col(k1).isNotNull())
-        .groupBy(F.col(k1).alias("o_k1"), F.col(k2).alias("o_k2"))
-        .agg(F.count(F.lit(1)).alias("n_out"))
-    )
     i_k1, i_k2 = output_key(F.col("g"), F.col("value"))
-    inputs = v.join(F.broadcast(pos), place_tp(F.col("pmin")) == F.col("g_tp")).select(
-        "g",
-        "value",
-        F.col("g_tp").alias("tp"),
-        place_offset(F.col("pmin")).alias("offset"),
-        "committed_pos",
-        F.col("fr_t").alias("t"),
-        i_k1.alias("i_k1"),
-        i_k2.alias("i_k2"),
+    n = F.lit(None)
+    as_output = F.when(
+        F.col(k1).isNotNull() & (F.col("g").isNull() | F.col("first")),
+        F.struct(
+            F.col(k1).alias("k1"),
+            F.col(k2).alias("k2"),
+            F.lit(1).alias("out"),
+            n.cast("int").alias("g_idx"),
+            n.cast("long").alias("place"),
+            n.cast("long").alias("committed_pos"),
+            n.cast("long").alias("t"),
+        ),
     )
-    j = inputs.join(
-        outputs.hint("shuffle_hash"),
-        (inputs["i_k1"] == outputs["o_k1"]) & (inputs["i_k2"] == outputs["o_k2"]),
-        "left",
-    ).withColumn("n_out", F.coalesce("n_out", F.lit(0)))
+    as_input = F.when(
+        F.col("g").isNotNull(),
+        F.struct(
+            i_k1.alias("k1"),
+            i_k2.alias("k2"),
+            F.lit(0).alias("out"),
+            "g_idx",
+            F.col("pmin").alias("place"),
+            "committed_pos",
+            F.col("fr_t").alias("t"),
+        ),
+    )
+    e = j.select(F.explode(F.array_compact(F.array(as_output, as_input))).alias("e")).select("e.*")
+    agg = e.groupBy("k1", "k2").agg(
+        F.sum("out").alias("n_out"),
+        F.max("g_idx").alias("g_idx"),
+        F.max("place").alias("place"),
+        F.max("committed_pos").alias("committed_pos"),
+        F.max("t").alias("t"),
+    )
+    # an input of one group is one key: its row carries the input's fields
+    agg = agg.filter(F.col("place").isNotNull())
+    offset = place_offset(F.col("place"))
+    tp = place_tp(F.col("place"))
+    names = F.array(*(F.lit(g) for g in groups)) if groups else F.array(F.lit(None))
     ev = {
-        "group": F.col("g"),
+        "group": F.element_at(names, F.col("g_idx") + 1),
         "input": F.struct(
-            "value",
-            proj.tp_topic(F.col("tp")).alias("topic"),
-            proj.tp_partition(F.col("tp")).alias("partition"),
-            "offset",
+            proj.tp_topic(tp).alias("topic"),
+            proj.tp_partition(tp).alias("partition"),
+            offset.alias("offset"),
         ),
         "group_committed_position": F.col("committed_pos"),
         "outputs_in_final_read": F.col("n_out"),
         "outputs_first_last": F.lit(LATER),
+        "_input": F.struct("place", "k1"),
     }
-    below = F.col("offset") < F.col("committed_pos")
+    below = offset < F.col("committed_pos")
     conditions = {
         "missing_output": below & (F.col("n_out") == 0),
         "duplicate_output": F.col("n_out") > 1,
         "output_ahead_of_offsets": ~below & (F.col("n_out") > 0),
     }
     # one frame for the three kinds (a row can be two: a duplicate output ahead of the
-    # offsets), so the join above runs once, not once per kind
+    # offsets), so the aggregation above runs once, not once per kind
     kinds = F.array_compact(F.array(*(F.when(c, F.lit(k)) for k, c in conditions.items())))
-    j = j.select("*", kinds.alias("_kinds")).filter(F.size("_kinds") > 0)
-    j = j.select("*", F.explode("_kinds").alias("_kind"))
-    out.frames.append(anomalies(j, NAME, F.col("_kind"), F.col("t"), ev))
+    agg = agg.select("*", kinds.alias("_kinds")).filter(F.size("_kinds") > 0)
+    agg = agg.select("*", F.explode("_kinds").alias("_kind"))
+    out.frames.append(anomalies(agg, NAME, F.col("_kind"), F.col("t"), ev))
     return out
+
+
+def _committed_positions(proj: Any) -> list[tuple[str, int, int]]:
+    """(group, tp key, committed position): per copier group and input partition, the highest
+    offset sent with send_offsets in a committed transaction (a few rows)."""
+    h = proj.h
+    so = h.filter((F.col("type") == "send_offsets") & F.col("topic").isNotNull())
+    t = proj.txns.filter(F.col("status") == COMMITTED).select("t_writer", "t_txn")
+    so = so.join(F.broadcast(t), (so["process"] == t["t_writer"]) & (so["txn"] == t["t_txn"]))
+    pos = so.groupBy(F.col("group_id").alias("g"), "topic", "partition").agg(
+        F.max("offset").alias("committed_pos")
+    )
+    ranks = {name: r for r, name in enumerate(proj.topic_names)}
+    return [
+        (r["g"], (ranks[r["topic"]] << PARTITION_BITS) | r["partition"], r["committed_pos"])
+        for r in pos.collect()
+        if r["g"] is not None
+        and r["topic"] in ranks
+        and r["partition"] is not None
+        and r["committed_pos"] is not None
+    ]

@@ -152,6 +152,27 @@ def test_evidence_of_a_lost_write_names_the_record(spark: SparkSession, tmp_path
     assert ev["write"]["offset"] is not None and ev["final_read_covered_partition"] is True
 
 
+def test_evidence_of_a_duplicate_output_names_the_input_and_both_outputs(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    synth = build()
+    source = synth.inject_ctp_duplicate_output()
+    v = judge(spark, synth, tmp_path)
+    (ex,) = v.checkers["consume_transform_produce"].examples
+    ev = ex["evidence"]
+    assert "_input" not in ev
+    assert ev["group"] == "copy-group"
+    assert ev["input"]["value"] == source
+    assert (ev["input"]["topic"], ev["input"]["partition"], ev["input"]["offset"]) == (
+        synth._locate(source)
+    )
+    assert ev["outputs_in_final_read"] == 2
+    first, last = ev["outputs_first_last"]
+    assert first["value"] != last["value"]
+    for out in (first, last):
+        assert out["value"].startswith("copier0|") and out["loc_min"]["role"] == "r"
+
+
 @settings(
     max_examples=4,
     deadline=None,
