@@ -367,7 +367,8 @@ def analyze(
 
     # the other checkers in two groups at once, each with its own anomaly job
     tc = time.perf_counter()
-    counts, ex, anomaly_tl = _merge(run_parallel(spark, *(partial(judge, g) for g in JUDGED)))
+    with _adaptive(spark):
+        counts, ex, anomaly_tl = _merge(run_parallel(spark, *(partial(judge, g) for g in JUDGED)))
     timings["anomaly_job_s"] = time.perf_counter() - tc
     outputs = [done[mod.NAME] for mod in CHECKERS]
     tc = time.perf_counter()
@@ -415,6 +416,23 @@ def _check(
         out: CheckOutput = mod.check(ctx)
     timings[f"checker_{mod.NAME}_s"] = time.perf_counter() - t
     return out
+
+
+@contextmanager
+def _adaptive(spark: SparkSession) -> Iterator[None]:
+    """Adaptive query execution for the queries run inside (sessions start without it: it
+    re-plans every stage, which short jobs do not earn back).  The anomaly queries earn it:
+    most join a kept projection of millions of rows to a small broadcast side that, in a valid
+    run, is empty, and adaptive execution then drops the join and the scan below it.  Measured
+    on the 10M-event history, four alternating pairs in one JVM: the checkers' queries
+    14.8-16.0 CPU-s with it, 18.7-19.3 without."""
+    key = "spark.sql.adaptive.enabled"
+    before = spark.conf.get(key) or "false"
+    spark.conf.set(key, "true")
+    try:
+        yield
+    finally:
+        spark.conf.set(key, before)
 
 
 @contextmanager

@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 
 from txnchaos.analysis import pipeline
 from txnchaos.analysis.synthetic import Synth, SynthConfig
@@ -98,3 +98,22 @@ def test_metrics_unsupported_is_unknown_not_invalid(spark: SparkSession, tmp_pat
     assert v.checkers["metrics"].status == "unknown"
     assert "no metrics" in (v.checkers["metrics"].reason or "")
     assert v.exit_code == 0
+
+
+def test_adaptive_execution_is_on_for_the_checkers_only(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The anomaly queries run with adaptive execution; the session is left as it was."""
+    seen: list[str | None] = []
+    real = pipeline._anomaly_results
+
+    def spy(frames: list[DataFrame], n: int) -> pipeline.AnomalyResults:
+        seen.append(spark.conf.get("spark.sql.adaptive.enabled"))
+        return real(frames, n)
+
+    monkeypatch.setattr(pipeline, "_anomaly_results", spy)
+    Synth(SynthConfig()).build().write(tmp_path)
+    before = spark.conf.get("spark.sql.adaptive.enabled")
+    pipeline.analyze(tmp_path, spark=spark, write=False)
+    assert seen == ["true"] * len(pipeline.JUDGED)
+    assert spark.conf.get("spark.sql.adaptive.enabled") == before == "false"
