@@ -78,7 +78,7 @@ def jvm_cpu_seconds() -> float | None:
     from pyspark.sql import SparkSession
 
     spark = SparkSession.getActiveSession()
-    if spark is None or not spark.sparkContext.master.startswith("local"):
+    if spark is None or not (spark.sparkContext.master or "").startswith("local"):
         return None
     return cpu_seconds(spark._jvm.java.lang.ProcessHandle.current().pid())  # type: ignore[union-attr]
 

@@ -4,7 +4,8 @@
 # The repository keeps cluster/, harness/ and analysis/ at the top level while the code
 # imports them as txnchaos.cluster etc. (setup.py maps them); mypy cannot follow the
 # editable install's import hook, so this builds var/typecheck/txnchaos/ out of symlinks to
-# the three layers and checks that package. Arguments go to mypy.
+# the three layers and checks that package, then the benchmarks (bench/*.py) against it.
+# Arguments go to mypy's check of the package.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -15,6 +16,10 @@ for layer in cluster harness analysis; do
     ln -sfn "$ROOT/$layer" "$TREE/txnchaos/$layer"
 done
 cd "$TREE"
-exec "$ROOT/.venv/bin/mypy" --config-file "$ROOT/pyproject.toml" \
+"$ROOT/.venv/bin/mypy" --config-file "$ROOT/pyproject.toml" \
     --cache-dir "$ROOT/var/typecheck/.mypy_cache" \
     --python-executable "$ROOT/.venv/bin/python" -p txnchaos "$@"
+# the benchmarks import the package as installed; here they find it in the tree above
+MYPYPATH="$TREE" exec "$ROOT/.venv/bin/mypy" --config-file "$ROOT/pyproject.toml" \
+    --cache-dir "$ROOT/var/typecheck/.mypy_cache-bench" \
+    --python-executable "$ROOT/.venv/bin/python" "$ROOT"/bench/*.py
