@@ -182,11 +182,7 @@ def _finish(p: Plan, proc: subprocess.Popen[bytes], class_path: str) -> None:
     )
     installed = False
     try:
-        _stop_spark()
-        if proc.poll() is None:
-            assert proc.stdin is not None
-            proc.stdin.close()
-            proc.wait(timeout=DUMP_TIMEOUT_S)
+        end_jvm(proc, DUMP_TIMEOUT_S)
         installed = install(p.temp, p.final, p.java, class_path)
     except (OSError, subprocess.SubprocessError):
         pass
@@ -194,6 +190,17 @@ def _finish(p: Plan, proc: subprocess.Popen[bytes], class_path: str) -> None:
         p.temp.unlink(missing_ok=True)
     took = time.monotonic() - t
     _say(f"class archive written in {took:.1f} s" if installed else "no usable class archive")
+
+
+def end_jvm(proc: subprocess.Popen[bytes] | None, timeout_s: float) -> None:
+    """Stop this process's SparkContext, then end its JVM (``proc``, the gateway's process;
+    None when this process did not start it): with its stdin closed it exits, running its
+    shutdown hooks (writing the archive when asked to), and this waits for that."""
+    _stop_spark()
+    if proc is not None and proc.poll() is None:
+        assert proc.stdin is not None
+        proc.stdin.close()
+        proc.wait(timeout=timeout_s)
 
 
 def _stop_spark() -> None:

@@ -114,13 +114,9 @@ def end_jvm() -> None:
     running (~0.6 s here) while the next size's process starts."""
     from pyspark import SparkContext
 
-    proc = getattr(SparkContext._gateway, "proc", None)
-    sc = SparkContext._active_spark_context
-    if sc is not None:
-        sc.stop()
-    if proc is not None and proc.poll() is None:
-        proc.stdin.close()
-        proc.wait(timeout=120)
+    from txnchaos.analysis import class_archive
+
+    class_archive.end_jvm(getattr(SparkContext._gateway, "proc", None), timeout_s=120)
 
 
 def parse_sizes(text: str) -> list[int]:
