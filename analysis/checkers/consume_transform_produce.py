@@ -15,7 +15,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from ..projections import COMMITTED, OUTPUT_KEYS, output_key, place_offset, place_tp
-from ..summary import OP_BITS, PARTITION_BITS
+from ..summary import OP_BITS
 from .base import LATER, CheckOutput, Exact, Refine, anomalies, definition
 from .context import CheckContext
 
@@ -193,15 +193,15 @@ def _committed_positions(proj: Any) -> list[tuple[str, int, int]]:
     so = h.filter((F.col("type") == "send_offsets") & F.col("topic").isNotNull())
     t = proj.txns.filter(F.col("status") == COMMITTED).select("t_writer", "t_txn")
     so = so.join(F.broadcast(t), (so["process"] == t["t_writer"]) & (so["txn"] == t["t_txn"]))
-    pos = so.groupBy(F.col("group_id").alias("g"), "topic", "partition").agg(
-        F.max("offset").alias("committed_pos")
+    # a topic the history has no partition of has no rank, and no place of it is read
+    so = so.filter(F.col("topic").isin(proj.topic_names))
+    pos = (
+        so.groupBy(F.col("group_id").alias("g"), "topic", "partition")
+        .agg(F.max("offset").alias("committed_pos"))
+        .select("g", proj.tp_key(F.col("topic"), F.col("partition")).alias("tp"), "committed_pos")
     )
-    ranks = {name: r for r, name in enumerate(proj.topic_names)}
     return [
-        (r["g"], (ranks[r["topic"]] << PARTITION_BITS) | r["partition"], r["committed_pos"])
+        (r["g"], r["tp"], r["committed_pos"])
         for r in pos.collect()
-        if r["g"] is not None
-        and r["topic"] in ranks
-        and r["partition"] is not None
-        and r["committed_pos"] is not None
+        if r["g"] is not None and r["tp"] is not None and r["committed_pos"] is not None
     ]
