@@ -52,6 +52,7 @@ from .metadata_source import LocalMetadataSource, MetadataSource, RemoteMetadata
 from .metrics import NodeMetrics, PartitionGauges, TransactionCounters
 from .producer_ids import ProducerIdBlocks
 from .server.dispatch import ApiRegistry
+from .server.limits import ConnectionLimits
 from .server.server import KafkaServer, register_api_versions
 from .settings import NodeSettings
 
@@ -90,6 +91,16 @@ class NodeConfig:
             raise ValueError("a node without the coordinator role needs --controller HOST:PORT")
 
 
+def connection_limits(settings: NodeSettings) -> ConnectionLimits:
+    return ConnectionLimits(
+        max_connections=settings.get("max.connections"),
+        max_connections_per_ip=settings.get("max.connections.per.ip"),
+        queued_max_requests=settings.get("queued.max.requests"),
+        queued_max_request_bytes=settings.get("queued.max.request.bytes"),
+        connections_max_idle_ms=settings.get("connections.max.idle.ms"),
+    )
+
+
 class Node:
     def __init__(self, config: NodeConfig) -> None:
         self.config = config
@@ -101,6 +112,7 @@ class Node:
             port=config.port,
             max_frame_bytes=config.settings.get("socket.request.max.bytes"),
             observer=self.metrics.observe,
+            limits=connection_limits(config.settings),
         )
         self.controller: Controller | None = None
         self.source: MetadataSource | None = None

@@ -14,6 +14,7 @@ class SettingSpec:
     kind: type
     default: Any
     doc: str
+    minimum: int | None = None
 
 
 _SPECS: tuple[SettingSpec, ...] = (
@@ -27,7 +28,19 @@ _SPECS: tuple[SettingSpec, ...] = (
     SettingSpec("log.retention.check.interval.ms", int, 300_000, "how often retention runs"),
     SettingSpec("message.max.bytes", int, 1_048_588, "largest record batch accepted"),
     SettingSpec("min.insync.replicas", int, 1, "accepted for compatibility; one replica"),
-    SettingSpec("socket.request.max.bytes", int, 104_857_600, "largest request frame"),
+    SettingSpec("socket.request.max.bytes", int, 104_857_600, "largest request frame", 1),
+    SettingSpec("max.connections", int, 1000, "connections a node accepts at once", 1),
+    SettingSpec("max.connections.per.ip", int, 2_147_483_647, "connections from one address", 1),
+    SettingSpec("queued.max.requests", int, 500, "requests received and not yet started", 1),
+    SettingSpec(
+        "queued.max.request.bytes",
+        int,
+        268_435_456,
+        "memory reserved for requests larger than a connection's buffer "
+        "(at least socket.request.max.bytes + 4)",
+        1,
+    ),
+    SettingSpec("connections.max.idle.ms", int, 600_000, "close connections silent this long", 1),
     SettingSpec("producer.id.expiration.ms", int, 86_400_000, "idle producer state expiry"),
     SettingSpec("group.initial.rebalance.delay.ms", int, 100, "delay before the first rebalance"),
     SettingSpec("group.min.session.timeout.ms", int, 100, "smallest session timeout"),
@@ -98,7 +111,16 @@ class NodeSettings:
                 raise SettingsError(
                     f"unknown setting {name!r}; known settings: {', '.join(sorted(SPECS))}"
                 )
-            self._values[name] = _parse(spec, value) if isinstance(value, str) else value
+            parsed = _parse(spec, value) if isinstance(value, str) else value
+            if spec.minimum is not None and parsed < spec.minimum:
+                raise SettingsError(f"{name}: must be at least {spec.minimum}, got {parsed}")
+            self._values[name] = parsed
+        frame = self._values["socket.request.max.bytes"]
+        if self._values["queued.max.request.bytes"] < frame + 4:
+            raise SettingsError(
+                f"queued.max.request.bytes ({self._values['queued.max.request.bytes']}) must "
+                f"hold one request of socket.request.max.bytes ({frame}) and its 4-byte prefix"
+            )
 
     @classmethod
     def from_pairs(cls, pairs: list[str] | tuple[str, ...]) -> NodeSettings:

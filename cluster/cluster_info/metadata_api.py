@@ -129,6 +129,13 @@ class MetadataApi:
                     "topic_id": uuid.UUID(int=0),
                     "partitions": [],
                 }
+        elif not hasattr(req, "topic_id"):  # an empty name, in a version without ids
+            return {
+                "error_code": ErrorCode.invalid_topic_exception,
+                "name": "",
+                "topic_id": uuid.UUID(int=0),
+                "partitions": [],
+            }
         else:
             topic = view.topic_by_id(req.topic_id)
             if topic is None:

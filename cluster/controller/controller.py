@@ -29,6 +29,9 @@ from .topic_config import InvalidTopicConfig, validate_topic_configs
 
 log = logging.getLogger(__name__)
 
+MAX_PARTITIONS_PER_REQUEST = 10_000
+"""Partitions one CreateTopics request may create in all, as Kafka's controller bounds it."""
+
 PRODUCER_ID_BLOCK = 1000
 NODE_CLIENT_PREFIX = "txnchaos-node-"
 MAX_PROPAGATION_WAIT_S = 10.0
@@ -326,7 +329,31 @@ class Controller:
         registry.register(63, 0, 0, self._broker_heartbeat, owner="controller")
         registry.register(67, 0, 0, self._allocate_producer_ids, owner="controller")
 
+    def _requested_partitions(self, request: Any) -> int:
+        default = self.settings.get("num.partitions")
+        total = 0
+        for t in request.topics:
+            if t.assignments:
+                total += len(t.assignments)
+            elif t.num_partitions == -1:
+                total += default
+            elif t.num_partitions > 0:
+                total += t.num_partitions
+        return total
+
     async def _create_topics(self, ctx: RequestContext, request: Any) -> Any:
+        if self._requested_partitions(request) > MAX_PARTITIONS_PER_REQUEST:
+            # Kafka's controller refuses the whole request, validate_only or not.
+            refused = {
+                "error_code": ErrorCode.policy_violation,
+                "error_message": "Excessively large number of partitions per request.",
+                "num_partitions": -1,
+                "replication_factor": -1,
+                "configs": None,
+            }
+            return ctx.respond(
+                throttle_time=0, topics=[{"name": t.name, **refused} for t in request.topics]
+            )
         results = []
         seen: dict[str, int] = {}
         for t in request.topics:

@@ -18,6 +18,8 @@ from kio.index import load_request_schema, load_response_schema
 from kio.schema.request_header.v2.header import RequestHeader
 from kio.serial import entity_reader, entity_writer
 
+from .frame_guard import MalformedFrame, request_guard
+
 _PREFIX = struct.Struct(">hhi")
 _SIZE = struct.Struct(">i")
 
@@ -83,9 +85,9 @@ def _writer(cls: type) -> Any:
 
 
 @cache
-def _request_readers(api_key: int, api_version: int) -> tuple[Any, Any]:
+def _request_readers(api_key: int, api_version: int) -> tuple[Any, Any, Callable[[bytes], int]]:
     cls: Any = request_class(api_key, api_version)
-    return _reader(cls.__header_schema__), _reader(cls)
+    return _reader(cls.__header_schema__), _reader(cls), request_guard(cls)
 
 
 def decode_request(frame: bytes) -> tuple[Any, Any]:
@@ -101,6 +103,11 @@ def decode_request(frame: bytes) -> tuple[Any, Any]:
 def decode_request_as(frame: bytes, api_key: int, api_version: int) -> tuple[Any, Any]:
     """``decode_request`` for a caller that read the frame's key and version already."""
     readers = _request_readers(api_key, api_version)
+    try:
+        readers[2](frame)  # before kio, which trusts counts (see frame_guard)
+    except MalformedFrame as exc:
+        cls = request_class(api_key, api_version)
+        raise ProtocolError(f"malformed {cls.__name__} v{api_version}: {exc}") from None
     try:
         header, used = readers[0](frame, 0)
         body, _ = readers[1](frame, used)

@@ -7,9 +7,11 @@ the event loop reads straight into the buffer with ``recv_into``. A plain
 read paid an mmap/munmap pair and page faults (~12 µs here, against ~2 µs for
 ``recv_into``), on every request and response of every node.
 
-The buffer only grows for a frame larger than it (up to the caller's frame limit) and
-goes back to its usual size once it is empty again. It is never resized while asyncio
-holds the memoryview handed out for a read (only ``get_buffer`` resizes it).
+The buffer only grows for a frame larger than it, and then only as that frame's bytes
+arrive (to at most about four times what has arrived): a size prefix alone, claiming up to
+the frame limit, costs no memory. It goes back to its usual size once it is empty
+again. It is never resized while asyncio holds the memoryview handed out for a read
+(only ``get_buffer`` resizes it).
 """
 
 from __future__ import annotations
@@ -51,15 +53,28 @@ class FrameBuffer:
         """Bytes received but not yet returned as frames."""
         return self._end - self._start
 
+    @property
+    def capacity(self) -> int:
+        """Bytes the buffer holds now (received or not)."""
+        return len(self._buf)
+
+    @property
+    def partial_frame(self) -> int:
+        """Size, with its prefix, of the incomplete frame the buffer waits for (0: none)."""
+        return self._need + self._end - self._start if self._need else 0
+
     def get_buffer(self) -> memoryview:
         """Where the next read goes (``BufferedProtocol.get_buffer``)."""
         buf = self._buf
         free = len(buf) - self._end
-        if free >= MIN_READ and free >= self._need:
-            return memoryview(buf)[self._end :]
         pending = self._end - self._start
+        # Room for the rest of the frame, but no more than what has arrived: memory
+        # follows the bytes received, not the size a client claims.
+        want = max(MIN_READ, min(self._need, pending))
+        if free >= want:
+            return memoryview(buf)[self._end :]
         size = len(buf)
-        while size - pending < max(MIN_READ, self._need):
+        while size - pending < want:
             size *= 2
         if size != len(buf):
             grown = bytearray(size)

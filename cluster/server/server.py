@@ -14,10 +14,12 @@ finished in a task, and the connection's next frames wait for it. This saves the
 task, the stream reader futures and several event-loop rounds per request.
 
 Bad input follows Kafka: a frame larger than ``max_frame_bytes``, an unknown API
-key or version, or a body that does not decode closes that connection (nothing
-else is affected); ApiVersions with an unsupported version is answered with a v0
-response carrying UNSUPPORTED_VERSION and the supported ranges, so the client can
-downgrade.
+key or version, or a body that does not decode (or whose counts and lengths do not
+fit it: ``protocol.frame_guard``) closes that connection (nothing else is
+affected); ApiVersions with an unsupported version is answered with a v0 response
+carrying UNSUPPORTED_VERSION and the supported ranges, so the client can downgrade.
+What clients may hold (connections, queued requests, request memory, idle time) is
+bounded by :mod:`.limits`.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ from ..protocol.codec import (
 from ..protocol.framing import FrameBuffer, FrameTooLarge
 from .dispatch import ApiRegistry, RequestContext
 from .eager import finish
+from .limits import ConnectionLimits, RequestMemory, RequestQueue
 
 log = logging.getLogger(__name__)
 
@@ -80,9 +83,14 @@ class _Connection(asyncio.BufferedProtocol):
         self._frames: collections.deque[bytes] = collections.deque()
         self._busy = False  # a handler of this connection is running in a task
         self._write_paused = False
-        self._read_paused = False
+        self._read_stops: set[str] = set()  # why reading is paused: "queue", "memory", ...
         self._closed = False
         self._eof = False
+        self._ip = ""
+        self._registered = False
+        self._reserved = 0  # request memory reserved for the partial frame
+        self._wanted = 0  # request memory waited for
+        self.last_active = _monotonic()
 
     # -- asyncio.Protocol ------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -90,13 +98,29 @@ class _Connection(asyncio.BufferedProtocol):
         self.transport = transport
         peername = transport.get_extra_info("peername")
         if peername:
+            self._ip = str(peername[0])
             self.peer = f"{peername[0]}:{peername[1]}"
-        self.server._connections[self.conn_id] = transport
+        refusal = self.server._admit(self._ip)
+        if refusal is not None:
+            log.info("refusing %s: %s", self.peer, refusal)
+            self._closed = True
+            transport.abort()
+            return
+        self._registered = True
+        self.server._add_connection(self)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._closed = True
-        self._frames.clear()
-        self.server._connections.pop(self.conn_id, None)
+        self._drop_queued()
+        server = self.server
+        server.memory.forget(self.conn_id)
+        server.queue.forget(self.conn_id)
+        if self._reserved:
+            server.memory.release(self._reserved)
+            self._reserved = 0
+        if self._registered:
+            self._registered = False
+            server._remove_connection(self)
 
     def pause_writing(self) -> None:
         self._write_paused = True
@@ -111,19 +135,74 @@ class _Connection(asyncio.BufferedProtocol):
     def buffer_updated(self, nbytes: int) -> None:
         if self._closed:
             return
+        self.last_active = _monotonic()
         try:
             frames = self._reads.frames_after(nbytes, self.server.max_frame_bytes)
         except FrameTooLarge as exc:
             # Answer what came before it, then close (as reading it in order would).
-            self._frames.extend(exc.frames)
+            self._queue(exc.frames)
             self._too_large = exc
-            if self.transport is not None:
-                self.transport.pause_reading()
+            self._stop_reading("too large")
             self._process()
             return
         if frames:
-            self._frames.extend(frames)
+            self._queue(frames)
+        self._reserve_partial_frame()
+        if frames:
             self._process()
+
+    # -- what the connection holds ---------------------------------------------------
+    def _queue(self, frames: list[bytes]) -> None:
+        self._frames.extend(frames)
+        queue = self.server.queue
+        queue.add(len(frames))
+        if queue.full and "queue" not in self._read_stops:
+            self._stop_reading("queue")
+            queue.stop(self.conn_id, lambda: self._resume_reading("queue"))
+
+    def _drop_queued(self) -> None:
+        if self._frames:
+            count = len(self._frames)
+            self._frames.clear()
+            self.server.queue.remove(count)
+
+    def _reserve_partial_frame(self) -> None:
+        """A frame larger than the usual buffer needs its whole size reserved in the
+        node's request memory before more of it is read (see ``limits``)."""
+        claim = self._reads.partial_frame
+        need = claim if claim > self._reads.initial else 0
+        if need == self._reserved or "memory" in self._read_stops:
+            return
+        memory = self.server.memory
+        if self._reserved:
+            memory.release(self._reserved)
+            self._reserved = 0
+        if need and not memory.try_reserve(self.conn_id, need, self._memory_granted):
+            self._wanted = need
+            self._stop_reading("memory")
+        elif need:
+            self._reserved = need
+
+    def _memory_granted(self) -> None:
+        self._reserved, self._wanted = self._wanted, 0
+        self._resume_reading("memory")
+
+    def _stop_reading(self, reason: str) -> None:
+        if not self._read_stops and self.transport is not None and not self._closed:
+            self.transport.pause_reading()
+        self._read_stops.add(reason)
+
+    def _resume_reading(self, reason: str) -> None:
+        if reason not in self._read_stops:
+            return
+        self._read_stops.discard(reason)
+        if not self._read_stops and self.transport is not None and not self._closed:
+            self.transport.resume_reading()
+
+    @property
+    def idle(self) -> bool:
+        """Nothing in flight or queued: only the client can make it active again."""
+        return not self._busy and not self._frames
 
     def eof_received(self) -> bool | None:
         # The client will send nothing more: answer what it sent, then close.
@@ -135,7 +214,7 @@ class _Connection(asyncio.BufferedProtocol):
     # -- processing ------------------------------------------------------------------
     def _close(self) -> None:
         self._closed = True
-        self._frames.clear()
+        self._drop_queued()
         if self.transport is not None:
             self.transport.close()
 
@@ -152,6 +231,7 @@ class _Connection(asyncio.BufferedProtocol):
         out: list[bytes] = []
         while frames and not self._busy and not self._write_paused and not self._closed:
             frame = frames.popleft()
+            server.queue.remove(1)
             try:
                 outcome = server._start_frame(frame, self)
             except CloseConnection:
@@ -183,13 +263,10 @@ class _Connection(asyncio.BufferedProtocol):
                 log.warning("closing %s: %s", self.peer, self._too_large)
             self._close()
             return
-        queued = len(frames) >= MAX_QUEUED_FRAMES
-        if queued and not self._read_paused:
-            self._read_paused = True
-            transport.pause_reading()
-        elif self._read_paused and not queued:
-            self._read_paused = False
-            transport.resume_reading()
+        if len(frames) >= MAX_QUEUED_FRAMES:
+            self._stop_reading("pipelined")
+        else:
+            self._resume_reading("pipelined")
 
     def _write(self, data: bytes) -> None:
         transport = self.transport
@@ -212,6 +289,7 @@ class _Connection(asyncio.BufferedProtocol):
     def _handler_finished(self, data: bytes | None, exc: BaseException | None) -> None:
         """A handler that had to wait is done: answer (or close), then go on."""
         self._busy = False
+        self.last_active = _monotonic()
         if self._closed:
             return  # nothing to answer any more
         if exc is not None:
@@ -302,16 +380,29 @@ class KafkaServer:
         port: int = 0,
         max_frame_bytes: int = 100 * 1024 * 1024,
         observer: RequestObserver | None = None,
+        limits: ConnectionLimits | None = None,
     ) -> None:
         self.registry = registry
         self.host = host
         self.port = port
         self.max_frame_bytes = max_frame_bytes
         self.observer = observer
+        self.limits = limits or ConnectionLimits()
+        if self.limits.queued_max_request_bytes < max_frame_bytes + 4:
+            raise ValueError(
+                f"queued.max.request.bytes ({self.limits.queued_max_request_bytes}) must hold "
+                f"one frame of socket.request.max.bytes ({max_frame_bytes}) and its prefix"
+            )
+        self.memory = RequestMemory(self.limits.queued_max_request_bytes)
+        self.queue = RequestQueue(self.limits.queued_max_requests)
         self._server: asyncio.Server | None = None
-        self._connections: dict[int, asyncio.Transport] = {}
+        self._connections: dict[int, _Connection] = {}
+        self._per_ip: collections.Counter[str] = collections.Counter()
         self._ids = itertools.count(1)
+        self._idle_sweeper: asyncio.Task[None] | None = None
         self.protocol_errors = 0
+        self.refused_connections = 0
+        self.idle_closed = 0
 
     async def bind(self) -> int:
         """Bind the listening socket (so the port is known) without accepting yet."""
@@ -331,6 +422,7 @@ class KafkaServer:
         """Start accepting connections (every handler is registered by now)."""
         assert self._server is not None, "bind() first"
         await self._server.start_serving()
+        self._idle_sweeper = asyncio.ensure_future(self._close_idle_connections())
 
     async def start(self) -> int:
         port = await self.bind()
@@ -338,16 +430,54 @@ class KafkaServer:
         return port
 
     async def stop(self) -> None:
+        if self._idle_sweeper is not None:
+            self._idle_sweeper.cancel()
         if self._server is not None:
             self._server.close()
-        for transport in list(self._connections.values()):
-            transport.close()
+        for conn in list(self._connections.values()):
+            if conn.transport is not None:
+                conn.transport.close()
         if self._server is not None:
             await self._server.wait_closed()
 
     @property
     def connection_count(self) -> int:
         return len(self._connections)
+
+    # -- connection limits -----------------------------------------------------------
+    def _admit(self, ip: str) -> str | None:
+        """Why a new connection from ``ip`` is refused, or None to accept it."""
+        limits = self.limits
+        if len(self._connections) >= limits.max_connections:
+            self.refused_connections += 1
+            return f"max.connections ({limits.max_connections}) reached"
+        if self._per_ip[ip] >= limits.max_connections_per_ip:
+            self.refused_connections += 1
+            return f"max.connections.per.ip ({limits.max_connections_per_ip}) reached"
+        return None
+
+    def _add_connection(self, conn: _Connection) -> None:
+        self._connections[conn.conn_id] = conn
+        self._per_ip[conn._ip] += 1
+
+    def _remove_connection(self, conn: _Connection) -> None:
+        self._connections.pop(conn.conn_id, None)
+        self._per_ip[conn._ip] -= 1
+        if self._per_ip[conn._ip] <= 0:
+            del self._per_ip[conn._ip]
+
+    async def _close_idle_connections(self) -> None:
+        """``connections.max.idle.ms``: close connections the client left silent."""
+        idle_s = self.limits.connections_max_idle_ms / 1000
+        period = min(max(idle_s / 10, 0.05), 30.0)
+        while True:
+            await asyncio.sleep(period)
+            cutoff = _monotonic() - idle_s
+            for conn in list(self._connections.values()):
+                if conn.last_active < cutoff and conn.idle and conn.transport is not None:
+                    self.idle_closed += 1
+                    log.info("closing %s: idle for %.0f s", conn.peer, idle_s)
+                    conn.transport.close()
 
     # -- one request -----------------------------------------------------------------
     def _start_frame(

@@ -192,6 +192,86 @@ def test_live_node_survives_mutated_frames(fuzz_cluster: LocalCluster, choice: t
     assert_serving(addr)
 
 
+# ---- issue 20's reproductions ---------------------------------------------------------
+POLICY_VIOLATION = 44
+MEMBER_ID_REQUIRED = 79
+
+
+def node_pid(cluster: LocalCluster) -> int:
+    return int(cluster.state()["nodes"][0]["pid"])
+
+
+def test_a_compact_count_of_four_billion_closes_only_its_connection(
+    fuzz_cluster: LocalCluster,
+) -> None:
+    """The issue's 25-byte Metadata v9 frame made kio reserve ~34 GB and abort the node."""
+    addr = node_address(fuzz_cluster)
+    frame = bytes.fromhex("000000150003000900000001000570726f626500feffffff0f")
+    assert exchange(addr, frame) is None
+    assert Path(f"/proc/{node_pid(fuzz_cluster)}").exists()
+    assert_serving(addr)
+
+
+@pytest.mark.parametrize("validate_only", [True, False])
+@pytest.mark.parametrize("partitions", [2**31 - 1, 134_217_728, 10_001])
+def test_create_topics_with_too_many_partitions_is_a_policy_violation(
+    fuzz_cluster: LocalCluster, validate_only: bool, partitions: int
+) -> None:
+    addr = node_address(fuzz_cluster)
+    request = make(
+        request_class(19, 7),
+        topics=[{"name": "huge", "num_partitions": partitions, "replication_factor": 1}],
+        timeout=5000,
+        validate_only=validate_only,
+    )
+    frame = exchange(addr, encode_request(11, request, "t"), timeout=30)
+    assert frame is not None
+    _, response = decode_response(19, 7, frame)
+    (topic,) = response.topics
+    assert topic.error_code == POLICY_VIOLATION
+    assert topic.error_message == "Excessively large number of partitions per request."
+
+
+def test_ten_thousand_partitions_may_be_validated(fuzz_cluster: LocalCluster) -> None:
+    addr = node_address(fuzz_cluster)
+    request = make(
+        request_class(19, 7),
+        topics=[{"name": "big-enough", "num_partitions": 10_000, "replication_factor": 1}],
+        timeout=5000,
+        validate_only=True,
+    )
+    _, response = decode_response(19, 7, exchange(addr, encode_request(12, request, "t")) or b"")
+    assert response.topics[0].error_code == 0
+
+
+def test_metadata_v1_for_an_empty_topic_name_is_answered(fuzz_cluster: LocalCluster) -> None:
+    addr = node_address(fuzz_cluster)
+    request = make(request_class(3, 1), topics=[{"name": ""}])
+    frame = exchange(addr, encode_request(13, request, "t"))
+    assert frame is not None, "the node closed the connection (a handler failed)"
+    _, response = decode_response(3, 1, frame)
+    assert response.topics[0].error_code == 17  # INVALID_TOPIC_EXCEPTION
+
+
+def test_join_group_with_the_longest_client_id_is_answered(fuzz_cluster: LocalCluster) -> None:
+    addr = node_address(fuzz_cluster)
+    request = make(
+        request_class(11, 5),
+        group_id="g-long-client",
+        session_timeout=10_000,
+        rebalance_timeout=10_000,
+        member_id="",
+        protocol_type="consumer",
+        protocols=[{"name": "range", "metadata": b""}],
+    )
+    frame = exchange(addr, encode_request(14, request, "c" * 32_767))
+    assert frame is not None, "the node closed the connection (the response did not encode)"
+    _, response = decode_response(11, 5, frame)
+    assert response.error_code == MEMBER_ID_REQUIRED
+    assert response.member_id.startswith("c" * 255 + "-")
+
+
+# Last in this module: after every bad input above.
 def test_node_log_has_no_tracebacks(fuzz_cluster: LocalCluster) -> None:
     log = Path(fuzz_cluster.data_dir) / "node-1" / "node.log"
     assert "Traceback" not in log.read_text()

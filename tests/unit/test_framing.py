@@ -66,3 +66,24 @@ def test_sizes_outside_the_limit_are_refused(size: int) -> None:
         buffer.frames_after(len(data), limit=100)
     assert caught.value.frames == [b"ok"]
     assert caught.value.size == size
+
+
+def test_a_claimed_size_alone_allocates_nothing() -> None:
+    """A prefix claiming ~100 MiB and one byte: the buffer stays at its usual size."""
+    buffer = FrameBuffer(initial=64 * 1024)
+    assert feed(buffer, struct.pack(">i", 100 * 1024 * 1024 - 1) + b"x", limit=100 << 20) == []
+    buffer.get_buffer().release()
+    assert buffer.capacity == 64 * 1024
+    assert buffer.partial_frame == 100 * 1024 * 1024 + 3
+
+
+def test_memory_follows_the_bytes_received() -> None:
+    buffer = FrameBuffer(initial=8 * 1024)
+    claimed = 10 * 1024 * 1024
+    feed(buffer, struct.pack(">i", claimed), limit=1 << 30)
+    received = 4
+    for _ in range(12):  # 12 reads of 8 KiB: ~96 KiB of a 10 MiB frame
+        feed(buffer, b"\x00" * 8192)
+        received += 8192
+        buffer.get_buffer().release()
+        assert buffer.capacity <= 4 * received + 8 * 1024  # doubling: at most 2x of 2x

@@ -46,6 +46,10 @@ from .timers import Deadlines
 
 log = logging.getLogger(__name__)
 
+MEMBER_ID_PREFIX = 255
+"""Characters of the client id kept in a member id (a 32,767-byte client id would make
+member ids that no response can encode)."""
+
 NONE = int(E.none)
 
 
@@ -582,7 +586,8 @@ class GroupCoordinator:
 
         spec = (client_id, client_host, session_ms, rebalance_ms, protocol_type, protocols)
         if not member_id:
-            new_id = f"{client_id or 'member'}-{uuid.uuid4()}"
+            # Kafka's shape, with the client id cut so the id always fits a string field.
+            new_id = f"{client_id[:MEMBER_ID_PREFIX] or 'member'}-{uuid.uuid4()}"
             if instance_id is not None:
                 old_id = group.static_members.get(instance_id)
                 if old_id is not None:
