@@ -8,14 +8,20 @@ first, so a partial run is still analysable.  ``load_run`` then reads it with ex
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 
-from ..harness.history.compact import compact_metrics, compact_to_parquet, read_faults
+from ..harness.history.compact import (
+    compact_metrics,
+    compact_to_parquet,
+    parquet_notes,
+    read_faults,
+)
 from ..harness.history.run_dir import RunDir, RunDirError, open_run_dir
 from ..harness.history.schema import (
     HISTORY_ARROW_SCHEMA,
@@ -34,6 +40,25 @@ class RunData:
     final_state: dict[str, Any] | None
 
 
+#: how Spark reports a file it could not read (a corrupt Parquet page, a truncated file)
+_READ_FAILURE = re.compile(r"FAILED_READ_FILE[^\]]*\]\s*Encountered error while reading file (\S+)")
+_CAUSE = re.compile(r"Caused by: (?:[\w.$]+\.)?(\w+(?:Exception|Error)): (.*?)(?:\s+at\s|$)", re.S)
+
+
+def unreadable_file(exc: BaseException) -> str | None:
+    """One line naming the file a Spark job failed to read and why, or None when ``exc`` is
+    not such a failure (Parquet whose footer is sound but whose pages are not only fails
+    once Spark reads it)."""
+    text = str(exc)
+    found = _READ_FAILURE.search(text)
+    if found is None:
+        return None
+    path = found.group(1).rstrip(".").removeprefix("file://")
+    cause = _CAUSE.search(text)
+    why = f": {cause.group(1)}: {' '.join(cause.group(2).split())[:200]}" if cause else ""
+    return f"{path} is not readable Parquet{why}"
+
+
 def _check_parquet(path: os.PathLike[str], expected: pa.Schema, what: str) -> None:
     try:
         schema = pq.read_schema(path)
@@ -50,7 +75,10 @@ def _check_parquet(path: os.PathLike[str], expected: pa.Schema, what: str) -> No
 
 def prepare_run(path: str | os.PathLike[str]) -> RunDir:
     """Validate a run directory without Spark: required files present, JSON Lines compacted to
-    Parquet (a crashed run), Parquet schemas as expected.  Raises :class:`RunDirError`."""
+    Parquet (a crashed run), Parquet schemas as expected, the fault log readable.  Raises
+    :class:`RunDirError` (a bad line: :class:`CorruptLineError`, naming the file and line).
+    The returned run's ``notes`` say what was skipped: torn lines, at this compaction or the
+    one that wrote the Parquet files."""
     run = open_run_dir(path)
     if run.history_parquet is None:
         try:
@@ -61,11 +89,18 @@ def prepare_run(path: str | os.PathLike[str]) -> RunDir:
     assert run.history_parquet is not None
     _check_parquet(run.history_parquet, HISTORY_ARROW_SCHEMA, "history")
     if run.metrics_parquet is None and run.metrics_jsonl:
-        compact_metrics(run.path)
+        try:
+            compact_metrics(run.path)
+        except OSError as e:
+            raise RunDirError(f"cannot compact {run.path}/metrics/*.jsonl: {e}") from e
         run = open_run_dir(path)
+    assert run.history_parquet is not None
+    notes = parquet_notes(run.history_parquet)
     if run.metrics_parquet is not None and run.info.get("metrics_supported", True):
         _check_parquet(run.metrics_parquet, METRIC_ARROW_SCHEMA, "metrics")
-    return run
+        notes += parquet_notes(run.metrics_parquet)
+    read_faults(run.path, notes)  # read again by load_run: a small file, checked before Spark
+    return replace(run, notes=tuple(notes))
 
 
 def load_run(spark: SparkSession, run: RunDir | str | os.PathLike[str]) -> RunData:

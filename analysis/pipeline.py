@@ -48,10 +48,12 @@ from .checkers import (
 )
 from .checkers.base import CheckOutput, Exact, Place
 from .checkers.context import CheckContext
-from .load import load_run, prepare_run
+from .fault_actions import read_schedule
+from .load import load_run, prepare_run, unreadable_file
 from .parallel import run_parallel
 from .projections import Projections
-from .spark import get_session, history_rows, tune_session
+from .report_series import report_series
+from .spark import SparkSettingsError, get_session, history_rows, tune_session
 from .summary import Summary, summarize
 from .verdict import INVALID, UNKNOWN, VALID, CheckerVerdict, Verdict, overall_status
 
@@ -320,7 +322,8 @@ def analyze(
             with _job(spark, "summary"):
                 return summarize(data.history)
         except PySparkException as e:
-            raise RunDirError(f"history of {run_dir} could not be read: {e}") from e
+            why = unreadable_file(e) or " ".join(str(e).split())[:300]
+            raise RunDirError(f"history of {run_dir} could not be read: {why}") from e
 
     def lso_job() -> dict[str, Any]:
         with _job(spark, "summaries"):
@@ -337,13 +340,23 @@ def analyze(
     t = time.perf_counter()
     done: dict[str, CheckOutput] = {}
 
+    plots: dict[str, Any] = {}
+
     def side_job() -> dict[str, int]:
         for mod in SIDE_CHECKERS:
             done[mod.NAME] = _check(spark, mod, ctx, timings)
         with _job(spark, "summaries"):
-            return {
+            status = {
                 r["status"]: int(r["count"]) for r in proj.txns.groupBy("status").count().collect()
             }
+        secs = [int(r["sec"]) for r in timeline]
+        if write and secs:  # the report's latency quantiles and open transactions
+            tr = time.perf_counter()
+            with _job(spark, "report series"):
+                span = (min(secs) * SEC, (max(secs) + 1) * SEC)
+                plots.update(report_series(data.history, proj.txns, *span))
+            timings["report_series_s"] = time.perf_counter() - tr
+        return status
 
     def by_value() -> None:
         with _job(spark, "projections by value"):
@@ -378,6 +391,7 @@ def analyze(
     timings["checkers_s"] = time.perf_counter() - t
     proj.release()
     checkers = _verdicts(outputs, counts, ex, examples)
+    schedule, schedule_note = read_schedule(run_dir)
     for o in outputs:
         for r in o.rows:
             if r["time_ns"] is not None:
@@ -393,9 +407,16 @@ def analyze(
             "transactions": dict(sorted(txn_status.items())),
         },
         timings=timings,
-        series={"ops": timeline, "anomalies": anomaly_tl, "lso_lag": lso},
+        series={
+            "ops": timeline,
+            "anomalies": anomaly_tl,
+            "lso_lag": lso,
+            **plots,
+            "schedule": schedule,
+        },
         faults=data.faults,
         run=data.run.info,
+        notes=list(run.notes) + ([schedule_note] if schedule_note else []),
     )
     timings["total_s"] = time.perf_counter() - t0
     if write:
@@ -449,11 +470,17 @@ def _job(spark: SparkSession, what: str) -> Iterator[None]:
 def main_analyze(run_dir: str | os.PathLike[str], master: str | None = None) -> int:
     """Entry point for ``txnchaos analyze RUN_DIR [--master URL]``: prints a summary, writes
     verdict.json and report.html into RUN_DIR, returns 0 (valid), 1 (anomalies) or 2 (the run
-    directory is unreadable)."""
+    directory is unreadable, or a ``TXNCHAOS_SPARK_*`` setting is bad)."""
     try:
         verdict = analyze(run_dir, master)
-    except RunDirError as e:
+    except (RunDirError, SparkSettingsError) as e:
         print(f"txnchaos analyze: {e}", file=sys.stderr)
+        return 2
+    except Exception as e:  # a Spark job failed: one line if it was reading a broken file
+        unreadable = unreadable_file(e)
+        if unreadable is None:
+            raise
+        print(f"txnchaos analyze: {unreadable}", file=sys.stderr)
         return 2
     print(verdict.summary())
     print(f"wrote {Path(run_dir) / VERDICT_JSON} and {Path(run_dir) / REPORT_HTML}")

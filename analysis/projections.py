@@ -348,6 +348,9 @@ class Projections:
             F.max(commit & fail).alias("commit_fail"),
             F.max(abort & ok).alias("abort_ok"),
             F.max(abort).alias("abort_any"),
+            # for the report's open transactions over time
+            F.min("invoke_ns").alias("begin_ns"),
+            F.max(F.when(commit | abort, F.col("complete_ns"))).alias("end_ns"),
         )
         status = (
             F.when(F.col("commit_ok"), F.lit(COMMITTED))

@@ -29,7 +29,9 @@ from . import class_archive
 
 DEFAULT_MASTER = "local[2]"
 #: log4j2 configuration of local sessions: errors only, on stderr (Spark's start-up chatter —
-#: NativeCodeLoader, default-profile notices — stays quiet; real errors stay visible)
+#: NativeCodeLoader, default-profile notices — stays quiet; real errors stay visible).  A
+#: failed task is not logged: in a local session it fails its job, whose exception (with the
+#: task's) reaches Python, which says what it means (an unreadable file: one line, exit 2)
 LOG4J_PROPERTIES = """\
 rootLogger.level = error
 rootLogger.appenderRef.stderr.ref = console
@@ -42,6 +44,10 @@ logger.parquet.name = org.apache.parquet.CorruptStatistics
 logger.parquet.level = fatal
 logger.repl.name = org.apache.spark.repl.Main
 logger.repl.level = error
+logger.task.name = org.apache.spark.executor.Executor
+logger.task.level = fatal
+logger.taskset.name = org.apache.spark.scheduler.TaskSetManager
+logger.taskset.level = fatal
 """
 #: histories up to this many rows are judged with the JVM's quick JIT tier only (C1): the
 #: optimising compiler (C2) spends ~20 CPU-seconds compiling Spark and the generated stages,
@@ -100,11 +106,18 @@ MAX_LOCAL_PARTITIONS = 8
 #: flag.)  Measured on a 10,434,991-event history, three alternating pairs: GC threads
 #: 9.0-13.1 -> 3.5-4.5 CPU-s
 DEFAULT_OFF_HEAP = "3g"
+#: heap of a local session's JVM (``TXNCHAOS_SPARK_MEMORY`` overrides)
+DEFAULT_DRIVER_MEMORY = "4g"
 #: rows of one window partition (a consumer's reads of one partition) a local session keeps
 #: in an in-memory array before it moves them into a spillable sorter: Spark's default of
 #: 4,096 sends every long stream through the sorter's copies (measured on a 10M-event history:
 #: the stream's window stage 14.5 -> 10.7 CPU-s); beyond this many rows it still spills
 WINDOW_ROWS_IN_MEMORY = 1_000_000
+
+
+class SparkSettingsError(ValueError):
+    """A ``TXNCHAOS_SPARK_*`` environment variable has a value Spark cannot use (the message
+    names it)."""
 
 
 def _is_local(master: str) -> bool:
@@ -158,7 +171,7 @@ def jit_mode(history_rows: int | None) -> str:
     forced = os.environ.get("TXNCHAOS_SPARK_JIT")
     if forced:
         if forced not in JIT_MODES:
-            raise ValueError(f"TXNCHAOS_SPARK_JIT={forced!r}: expected one of {JIT_MODES}")
+            raise SparkSettingsError(f"TXNCHAOS_SPARK_JIT={forced!r}: expected one of {JIT_MODES}")
         return forced
     return "full" if history_rows is not None and history_rows > QUICK_JIT_ROWS else "quick"
 
@@ -223,7 +236,7 @@ def get_session(
             .config("spark.driver.extraJavaOptions", " ".join(java_opts))
             .config("spark.sql.shuffle.partitions", str(cores))
             .config("spark.default.parallelism", str(cores))
-            .config("spark.driver.memory", os.environ.get("TXNCHAOS_SPARK_MEMORY", "4g"))
+            .config("spark.driver.memory", driver_memory())
             # shuffles stay on this machine's disk (page cache): compressing them costs more
             # CPU than the bytes it saves
             .config("spark.shuffle.compress", "false")
@@ -242,9 +255,19 @@ def get_session(
 def off_heap_size() -> str:
     """A local session's off-heap memory: ``TXNCHAOS_SPARK_OFFHEAP`` (a size such as ``3g``,
     ``512m``) or :data:`DEFAULT_OFF_HEAP`."""
-    size = os.environ.get("TXNCHAOS_SPARK_OFFHEAP", DEFAULT_OFF_HEAP)
+    return _size_setting("TXNCHAOS_SPARK_OFFHEAP", DEFAULT_OFF_HEAP)
+
+
+def driver_memory() -> str:
+    """A local session's heap: ``TXNCHAOS_SPARK_MEMORY`` (a size such as ``4g``) or
+    :data:`DEFAULT_DRIVER_MEMORY`."""
+    return _size_setting("TXNCHAOS_SPARK_MEMORY", DEFAULT_DRIVER_MEMORY)
+
+
+def _size_setting(variable: str, default: str) -> str:
+    size = os.environ.get(variable, default)
     if not re.fullmatch(r"[1-9][0-9]*[kmgt]?", size.lower()):
-        raise ValueError(f"TXNCHAOS_SPARK_OFFHEAP={size!r}: expected a size such as 3g or 512m")
+        raise SparkSettingsError(f"{variable}={size!r}: expected a size such as 3g or 512m")
     return size
 
 

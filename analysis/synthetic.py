@@ -40,6 +40,7 @@ from ..harness.history.schema import (
     MetricName,
     encode_value,
 )
+from .fault_actions import SCHEDULE_JSON
 
 SEC = 1_000_000_000
 MS = 1_000_000
@@ -93,6 +94,7 @@ class Synth:
         self.final_state: dict[str, Any] = {}
         self.metric_rows: list[dict[str, Any]] = []
         self.faults: list[dict[str, Any]] = []
+        self.schedule: list[dict[str, Any]] = []
         self.extra_metrics: list[dict[str, Any]] = []
         self.first_pending: dict[tuple[str, int], int] = {}
         self._built = False
@@ -324,23 +326,7 @@ class Synth:
         self._final_state()
         if cfg.metrics:
             self._metrics()
-        span = self.t - cfg.start_ns
-        self.faults = [
-            {
-                "start_ns": cfg.start_ns + span // 5,
-                "end_ns": cfg.start_ns + span * 3 // 10,
-                "target": "n1",
-                "kind": "kill",
-                "detail": "",
-            },
-            {
-                "start_ns": cfg.start_ns + span * 6 // 10,
-                "end_ns": cfg.start_ns + span * 7 // 10,
-                "target": "n2",
-                "kind": "partition",
-                "detail": "n2|rest",
-            },
-        ]
+        self._nemesis(self.t - cfg.start_ns)
         self._built = True
         return self
 
@@ -383,6 +369,54 @@ class Synth:
             offsets=offsets,
         )
         return txn + 1
+
+    def _nemesis(self, span: int) -> None:
+        """A nemesis schedule (``schedule.json``, ``at`` counted from the run's start) and the
+        fault-log lines it would leave: a delay rule that delays many requests (one line per
+        request, grouped by its rule id ``action-0``), a node kill, a producer crash and a
+        response drop."""
+        frac = span / SEC
+        self.schedule = [
+            {"at": 0.15 * frac, "kind": "delay", "duration": 0.15 * frac, "node": None,
+             "rule": {"link": "client->n1", "ms": 200, "jitter_ms": 50, "api": ["Produce"]},
+             "client": None, "origin": "action"},
+            {"at": 0.45 * frac, "kind": "kill", "duration": 0.1 * frac, "node": 2, "rule": {},
+             "client": None, "origin": "random"},
+            {"at": 0.7 * frac, "kind": "crash_producer", "duration": 0.0, "node": None,
+             "rule": {}, "client": "transactional_producer", "origin": "action"},
+            {"at": 0.8 * frac, "kind": "drop_response", "duration": 0.05 * frac, "node": None,
+             "rule": {"link": "client->n0", "probability": 0.5}, "client": None,
+             "origin": "random"},
+        ]  # fmt: skip
+        t0 = self.cfg.start_ns / SEC
+        faults: list[dict[str, Any]] = []
+        rng = random.Random(self.cfg.seed + 1)
+        start = t0 + 0.15 * frac
+        while start < t0 + 0.3 * frac:
+            ms = 200 + rng.uniform(-50, 50)
+            faults.append({
+                "kind": "delay", "start": start, "end": start + ms / 1000, "link": "client->n1",
+                "target": {"api": "Produce", "direction": "request"},
+                "params": {"rule": "action-0", "ms": 200, "applied_ms": round(ms, 3)},
+            })  # fmt: skip
+            start += 0.004 * frac + rng.uniform(0, 0.004 * frac)
+        faults.append({
+            "kind": "kill", "start": t0 + 0.45 * frac + 0.002, "end": t0 + 0.55 * frac + 0.3,
+            "link": None, "target": {"node": 2, "role": "broker"}, "params": {"launcher": "local"},
+        })  # fmt: skip
+        faults.append({
+            "kind": "crash_producer", "start": t0 + 0.7 * frac, "end": t0 + 0.7 * frac + 0.4,
+            "link": None, "target": {"client": "crash-3-transactional_producer"},
+            "params": {"hold": "before-commit", "at": "commit", "action": 2},
+        })  # fmt: skip
+        for k in range(3):
+            at = t0 + (0.8 + 0.015 * k) * frac
+            faults.append({
+                "kind": "drop_response", "start": at, "end": at, "link": "client->n0",
+                "target": {"api": "Fetch", "direction": "response"},
+                "params": {"rule": "action-3", "probability": 0.5},
+            })  # fmt: skip
+        self.faults = faults
 
     def final_read(self) -> None:
         proc = "final-reader"
@@ -949,6 +983,24 @@ class Synth:
             )
         return f"{topic}/{part}"
 
+    def add_idle_partition_then_short_lag(self) -> str:
+        """Harness samples, not an anomaly: a partition idle (LSO = high watermark) for longer
+        than the transaction timeout allows, then a transaction open for 5 s at the end."""
+        part = 0
+        idle = (self.cfg.transaction_timeout_ms + 30_000) // 1000 + 20
+        for s in range(idle + 5):
+            t = self.cfg.start_ns + s * SEC + SEC // 2
+            lab = {"topic": "idle-topic", "partition": part}
+            hw = 5.0 if s < idle else 6.0 + s - idle
+            for name, value in (
+                (MetricName.HARNESS_LSO.value, 5.0),
+                (MetricName.HARNESS_HIGH_WATERMARK.value, hw),
+            ):
+                self.extra_metrics.append(
+                    {"time_ns": t, "node": "harness", "name": name, **lab, "value": value}
+                )
+        return f"idle-topic/{part}"
+
     def inject_metric_lso_lag(self) -> str:
         """The cluster reports a LastStableOffsetLag that the final state contradicts."""
         last_t = max(r["time_ns"] for r in self.metric_rows)
@@ -999,6 +1051,7 @@ class Synth:
             "scenario": "synthetic",
             "seed": self.cfg.seed,
             "started_ns": self.cfg.start_ns,
+            "workload_started_ns": self.cfg.start_ns,
             "ended_ns": self.t,
             "cluster_kind": "synthetic",
             "transaction_timeout_ms": self.cfg.transaction_timeout_ms,
@@ -1018,6 +1071,7 @@ class Synth:
         with (root / FAULTS_JSONL).open("w") as fh:
             for f in self.faults:
                 fh.write(json.dumps(f) + "\n")
+        write_json(root / SCHEDULE_JSON, self.schedule)
         if self.cfg.metrics:
             pq.write_table(self.metrics_table(), root / METRICS_PARQUET)
         return root

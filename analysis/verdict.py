@@ -36,6 +36,8 @@ class Verdict:
     series: dict[str, Any] = field(default_factory=dict)
     faults: list[dict[str, Any]] = field(default_factory=list)
     run: dict[str, Any] = field(default_factory=dict)
+    #: what reading the run directory skipped (torn lines of writers stopped mid-write)
+    notes: list[str] = field(default_factory=list)
 
     @property
     def valid(self) -> bool:
@@ -71,6 +73,7 @@ class Verdict:
                 f"  events={s.get('events', 0)} ops={s.get('ops', 0)} "
                 f"transactions={s.get('transactions', {})}"
             )
+        lines += [f"  note: {n}" for n in self.notes]
         return "\n".join(lines)
 
 

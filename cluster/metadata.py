@@ -38,6 +38,9 @@ class ClusterView:
     epoch: int = 0
     nodes: dict[int, NodeEndpoint] = field(default_factory=dict)
     topics: dict[str, TopicMeta] = field(default_factory=dict)
+    # finalized feature levels (level 0 features absent) and their epoch (-1: unknown)
+    features: dict[str, int] = field(default_factory=dict)
+    features_epoch: int = -1
     _by_id: dict[uuid.UUID, TopicMeta] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

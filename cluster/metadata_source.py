@@ -3,8 +3,10 @@
 ``LocalMetadataSource`` reads the controller in the same process. A node without
 the controller uses ``RemoteMetadataSource``: it registers with the controller
 (BrokerRegistration), heartbeats (BrokerHeartbeat), pulls the cluster view with
-ordinary Metadata requests, and forwards CreateTopics (auto-creation),
-DescribeConfigs, FindCoordinator and AllocateProducerIds to the controller. All of
+ordinary Metadata requests and the finalized features with ApiVersions v3 (as a
+Kafka client learns them), and forwards CreateTopics (auto-creation),
+DescribeConfigs, FindCoordinator, AllocateProducerIds and UpdateFeatures to the
+controller. All of
 it is Kafka protocol over TCP, so the harness can proxy and disturb the link.
 """
 
@@ -38,6 +40,8 @@ class MetadataSource(Protocol):
 
     async def allocate_producer_ids(self) -> tuple[int, int]: ...
 
+    async def forward(self, request: Any) -> Any | None: ...
+
     async def start(self) -> None: ...
 
     async def stop(self) -> None: ...
@@ -67,6 +71,9 @@ class LocalMetadataSource:
     async def allocate_producer_ids(self) -> tuple[int, int]:
         return self.controller.allocate_producer_ids()
 
+    async def forward(self, request: Any) -> Any | None:
+        return None  # the controller is in this process: its handler answers
+
     async def start(self) -> None:
         return None
 
@@ -74,7 +81,12 @@ class LocalMetadataSource:
         return None
 
 
-def view_from_metadata(response: Any, epoch: int) -> ClusterView:
+def view_from_metadata(
+    response: Any,
+    epoch: int,
+    features: dict[str, int] | None = None,
+    features_epoch: int = -1,
+) -> ClusterView:
     nodes = {b.node_id: NodeEndpoint(b.node_id, b.host, b.port) for b in response.brokers}
     topics = {}
     for t in response.topics:
@@ -93,6 +105,8 @@ def view_from_metadata(response: Any, epoch: int) -> ClusterView:
         epoch=epoch,
         nodes=nodes,
         topics=topics,
+        features=dict(features or {}),
+        features_epoch=features_epoch,
     )
 
 
@@ -139,9 +153,28 @@ class RemoteMetadataSource:
                 allow_auto_topic_creation=False,
                 include_topic_authorized_operations=False,
             )
-            response = await self.conn.request(request)
+            # Features first, then the view, pipelined on one connection: the controller
+            # counts this node as caught up when it serves the Metadata request, so
+            # nothing may follow it before the new view is installed.
+            versions, response = await asyncio.gather(
+                self.conn.request(
+                    make(
+                        request_class(18, 3),
+                        client_software_name="txnchaos-node",
+                        client_software_version="1",
+                    )
+                ),
+                self.conn.request(request),
+            )
+            features = {
+                f.name: int(f.max_version_level)
+                for f in versions.finalized_features
+                if f.max_version_level > 0
+            }
             self._epoch += 1
-            self._view = view_from_metadata(response, self._epoch)
+            self._view = view_from_metadata(
+                response, self._epoch, features, int(versions.finalized_features_epoch)
+            )
             return self._view
 
     async def _register(self) -> None:
@@ -254,6 +287,13 @@ class RemoteMetadataSource:
         if result.error_code != 0:
             return None
         return {c.name: c.value for c in result.configs if c.config_source == 1 and c.value}
+
+    async def forward(self, request: Any) -> Any | None:
+        """Send a request meant for the controller (UpdateFeatures) and return its
+        answer; the features it changed are pulled before returning."""
+        response = await self.conn.request(request, timeout=60.0)
+        await self.refresh()
+        return response
 
     async def allocate_producer_ids(self) -> tuple[int, int]:
         request = make(request_class(67, 0), broker_id=self.node_id, broker_epoch=self.broker_epoch)

@@ -18,7 +18,7 @@ from typing import Any
 from kio.index import api_key_map
 from kio.schema.errors import ErrorCode
 from prometheus_client import CollectorRegistry, start_http_server
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, SummaryMetricFamily
 from prometheus_client.registry import Collector
 
 from .protocol.codec import EncodedResponse, per_class
@@ -139,6 +139,29 @@ class TransactionCounters(Collector):
             ("transactionsfenced", c.transactions_fenced, "Aborted by a new producer instance"),
         ):
             yield CounterMetricFamily(f"kafka_coordinator_transaction_{name}", doc, value=value)
+
+
+class VerificationMetrics(Collector):
+    """KIP-890 part 1 on a broker, under Kafka's names (AddPartitionsToTxnManager):
+    VerificationTimeMs (a histogram in Kafka; count and sum here) and
+    VerificationFailureRate (a meter in Kafka; its count here)."""
+
+    def __init__(self, stats: Any) -> None:
+        self._stats = stats
+
+    def collect(self) -> Iterator[Any]:
+        s = self._stats
+        yield SummaryMetricFamily(
+            "kafka_server_addpartitionstotxnmanager_verificationtimems",
+            "Milliseconds from a verification's start to its answer",
+            count_value=s.time_ms_count,
+            sum_value=s.time_ms_sum,
+        )
+        yield CounterMetricFamily(
+            "kafka_server_addpartitionstotxnmanager_verificationfailurerate",
+            "Partitions whose verification failed",
+            value=s.failures,
+        )
 
 
 class _RequestCollector(Collector):

@@ -33,24 +33,29 @@ from .broker.offsets_api import OffsetsApi
 from .broker.partition_manager import PartitionManager
 from .broker.produce_api import ProduceApi
 from .broker.txn_markers_api import WriteTxnMarkersApi
+from .broker.txn_verification import TxnVerifier
 from .cluster_info.describe_api import DescribeApis
 from .cluster_info.find_coordinator_api import FindCoordinatorApi
 from .cluster_info.metadata_api import MetadataApi
+from .cluster_info.update_features_api import ForwardedUpdateFeatures
 from .controller.controller import NODE_CLIENT_PREFIX, Controller
 from .coordinator.groups import GroupConfig, GroupCoordinator
 from .coordinator.groups.txn_offset_commit_api import (
     group_marker_sink,
     register_txn_offset_commit,
 )
+from .coordinator.groups.txn_offset_verification import TxnOffsetVerification
 from .coordinator.placement import KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION, CoordinatorPlacement
 from .coordinator.transactions.admin_api import TransactionAdminApis
 from .coordinator.transactions.config import TxnConfig
 from .coordinator.transactions.coordinator import TransactionCoordinator
 from .coordinator.transactions.factory import create_transaction_coordinator
 from .coordinator.transactions.init_producer_id_api import InitProducerIdApi
+from .features import SUPPORTED, transaction_version, verification_enabled
 from .metadata_source import LocalMetadataSource, MetadataSource, RemoteMetadataSource
-from .metrics import NodeMetrics, PartitionGauges, TransactionCounters
+from .metrics import NodeMetrics, PartitionGauges, TransactionCounters, VerificationMetrics
 from .producer_ids import ProducerIdBlocks
+from .server.cluster_action import guard_server_only_apis
 from .server.dispatch import ApiRegistry
 from .server.limits import ConnectionLimits
 from .server.server import KafkaServer, register_api_versions
@@ -119,6 +124,8 @@ class Node:
         self.partitions: PartitionManager | None = None
         self.groups: GroupCoordinator | None = None
         self.transactions: TransactionCoordinator | None = None
+        self.verifier: TxnVerifier | None = None
+        self.offsets_verification: TxnOffsetVerification | None = None
         self._stopped = asyncio.Event()
 
     def placement(self) -> CoordinatorPlacement:
@@ -180,7 +187,15 @@ class Node:
                 controller_port=cfg.controller[1],
                 settings=cfg.settings,
             )
-        register_api_versions(self.registry, self.server)
+        source = self.source
+        register_api_versions(
+            self.registry,
+            self.server,
+            features=lambda: (source.view().features, source.view().features_epoch),
+            supported=SUPPORTED,
+        )
+        if not self.hosts_controller:
+            ForwardedUpdateFeatures(self.source).register(self.registry)
         MetadataApi(
             self.source,
             cfg.settings,
@@ -190,11 +205,30 @@ class Node:
         FindCoordinatorApi(self.source, self.placement).register(self.registry)
 
         self.producer_ids = ProducerIdBlocks(self.source)
+        # KIP-890 part 1: brokers (Produce) and group coordinators (TxnOffsetCommit)
+        # verify with the transaction coordinator when the cluster is at TV1+.
+        self.verifier = TxnVerifier(
+            self.placement, self.node_address, client_id=f"{NODE_CLIENT_PREFIX}{cfg.node_id}"
+        )
+        verify_setting = cfg.settings.get("transaction.partition.verification.enable")
+
+        def verification_active() -> bool:
+            return verification_enabled(source.view(), verify_setting)
+
+        self.offsets_verification = TxnOffsetVerification(
+            self.verifier, verification_active, lambda: transaction_version(source.view())
+        )
+        self.metrics.add_collector(VerificationMetrics(self.verifier.stats))
         if "coordinator" in cfg.roles:
             self._create_coordinators()
         if self.is_broker:
             self.partitions = PartitionManager(cfg.data_dir, cfg.node_id, self.source, cfg.settings)
-            ProduceApi(self.partitions).register(self.registry)
+            ProduceApi(
+                self.partitions,
+                self.verifier,
+                verification_active,
+                lambda: transaction_version(source.view()),
+            ).register(self.registry)
             FetchApi(self.partitions).register(self.registry)
             OffsetsApi(self.partitions).register(self.registry)
             manager = self.partitions
@@ -212,8 +246,12 @@ class Node:
         # Markers land on brokers (partitions) and on coordinators (transactional offsets).
         WriteTxnMarkersApi(
             self.partitions,
-            group_sink=group_marker_sink(self.groups) if self.groups else None,
+            group_sink=group_marker_sink(self.groups, self.offsets_verification)
+            if self.groups
+            else None,
         ).register(self.registry)
+        if cfg.settings.get("txnchaos.cluster.action.authorization.enable"):
+            guard_server_only_apis(self.registry)
 
         await self.source.start()  # registered with the controller; the view is known
         placement = self.placement()
@@ -259,7 +297,7 @@ class Node:
             ),
         )
         self.groups.register(self.registry)
-        register_txn_offset_commit(self.registry, self.groups)
+        register_txn_offset_commit(self.registry, self.groups, self.offsets_verification)
         self.transactions = create_transaction_coordinator(
             cfg.data_dir / "transactions",
             producer_ids=self.producer_ids,
@@ -297,6 +335,8 @@ class Node:
         await self.server.stop()
         if self.partitions is not None:
             await self.partitions.stop()
+        if self.verifier is not None:
+            await self.verifier.close()
         if self.transactions is not None:
             await self.transactions.stop()
         if self.groups is not None:

@@ -69,6 +69,21 @@ _SPECS: tuple[SettingSpec, ...] = (
     ),
     SettingSpec("transaction.two.phase.commit.enable", bool, False, "KIP-939 2PC"),
     SettingSpec(
+        "transaction.version",
+        int,
+        2,
+        "finalized transaction.version a new cluster starts with (0-2; KIP-890); "
+        "later changed with UpdateFeatures",
+        0,
+    ),
+    SettingSpec(
+        "txnchaos.cluster.action.authorization.enable",
+        bool,
+        True,
+        "answer server-only APIs (AddPartitionsToTxn v4+, WriteTxnMarkers) with "
+        "CLUSTER_AUTHORIZATION_FAILED unless the client id names a node (txnchaos-node-*)",
+    ),
+    SettingSpec(
         "txnchaos.transaction.concurrent.wait.ms",
         int,
         100,
@@ -115,6 +130,10 @@ class NodeSettings:
             if spec.minimum is not None and parsed < spec.minimum:
                 raise SettingsError(f"{name}: must be at least {spec.minimum}, got {parsed}")
             self._values[name] = parsed
+        if self._values["transaction.version"] > 2:
+            raise SettingsError(
+                f"transaction.version: must be 0, 1 or 2, got {self._values['transaction.version']}"
+            )
         frame = self._values["socket.request.max.bytes"]
         if self._values["queued.max.request.bytes"] < frame + 4:
             raise SettingsError(

@@ -4,20 +4,41 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from ..cluster.settings import NodeSettings, SettingsError
+from .cli_input import (
+    LOG_LEVEL,
+    PORT,
+    Cli,
+    InputError,
+    Seconds,
+    check_bootstrap,
+    check_master,
+    check_metrics_urls,
+)
+from .fuzz.command import fuzz_command
 from .launch.local import LaunchError, LocalCluster
 
+if TYPE_CHECKING:
+    from .run.scenario import Scenario
 
-def _address(value: str) -> tuple[str, int]:
+#: a directory option: a file there is refused up front (it may not exist yet)
+DIRECTORY = click.Path(file_okay=False, path_type=Path)
+#: a file option (--state): a directory there is refused up front
+FILE = click.Path(dir_okay=False, path_type=Path)
+
+
+def _address(value: str, option: str = "--controller") -> tuple[str, int]:
     host, sep, port = value.rpartition(":")
-    if not sep or not host or not port.isdigit():
-        raise click.BadParameter(f"expected HOST:PORT, got {value!r}")
+    if not sep or not host or not port.isdigit() or int(port) > 65535:
+        raise click.BadParameter(f"expected HOST:PORT, got {value!r}", param_hint=option)
     return host, int(port)
 
 
@@ -25,46 +46,69 @@ def _ids(value: str) -> tuple[int, ...]:
     try:
         return tuple(int(v) for v in value.split(",") if v.strip())
     except ValueError:
-        raise click.BadParameter(f"expected comma-separated node ids, got {value!r}") from None
+        raise click.BadParameter(
+            f"expected comma-separated node ids, got {value!r}", param_hint="--coordinator-ids"
+        ) from None
 
 
 def _peer(value: str) -> tuple[int, tuple[str, int]]:
     node, sep, address = value.partition("=")
     if not sep or not node.strip().isdigit():
-        raise click.BadParameter(f"expected ID=HOST:PORT, got {value!r}")
-    return int(node), _address(address)
+        raise click.BadParameter(f"expected ID=HOST:PORT, got {value!r}", param_hint="--peer")
+    return int(node), _address(address, "--peer")
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(name="txnchaos", cls=Cli, context_settings={"help_option_names": ["-h", "--help"]})
 def main() -> None:
     """txnchaos: chaos testing for transactional (exactly-once) Kafka messaging.
 
     It runs its own Kafka-protocol cluster (`cluster`, `node`), drives workloads
     through faults, and judges the outcome.
+
+    Exit codes: 0 valid, 1 anomalies found, 2 the harness failed or the input is bad
+    (one line on stderr names it).
     """
+
+
+def _check_writable(path: Path, what: str) -> None:
+    """Refuse a file path that cannot be written before anything starts: a cluster started
+    whose state file then cannot be written would be left running unannounced."""
+    parent = path.resolve().parent
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir():
+        raise InputError(f"cannot write {what} {path}: {parent} is not a directory")
+    if not os.access(parent if not path.exists() else path, os.W_OK):
+        raise InputError(f"cannot write {what} {path}: permission denied")
 
 
 # ---- txnchaos node -------------------------------------------------------------------
 @main.command()
-@click.option("--id", "node_id", type=int, required=True, help="Node id (unique in the cluster).")
+@click.option(
+    "--id",
+    "node_id",
+    type=click.IntRange(0, 2**31 - 1),
+    required=True,
+    help="Node id (unique in the cluster).",
+)
 @click.option(
     "--roles",
     default="broker,coordinator",
     show_default=True,
     help="Comma-separated roles: broker, coordinator.",
 )
-@click.option("--data-dir", type=click.Path(path_type=Path), required=True, help="Node data.")
+@click.option("--data-dir", type=DIRECTORY, required=True, help="Node data.")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
-@click.option("--port", type=int, default=0, show_default=True, help="Port (0: pick a free one).")
+@click.option("--port", type=PORT, default=0, show_default=True, help="Port (0: pick a free one).")
 @click.option("--advertised-host", default=None, help="Host clients are told (default: --host).")
-@click.option("--advertised-port", type=int, default=None, help="Port clients are told.")
+@click.option("--advertised-port", type=PORT, default=None, help="Port clients are told.")
 @click.option(
     "--controller",
     default=None,
     help="HOST:PORT of the node hosting the controller; omit on that node itself.",
 )
 @click.option("--metrics-host", default="127.0.0.1", show_default=True)
-@click.option("--metrics-port", type=int, default=0, show_default=True, help="0: pick a free one.")
+@click.option("--metrics-port", type=PORT, default=0, show_default=True, help="0: pick a free one.")
 @click.option("--set", "settings", multiple=True, metavar="KEY=VALUE", help="Broker setting.")
 @click.option(
     "--coordinator-ids",
@@ -85,7 +129,7 @@ def main() -> None:
     help="Run only on these CPUs, e.g. 1 or 0-1,4, batch-scheduled (Linux; see "
     "`cluster up --cpus`).",
 )
-@click.option("--log-level", default="INFO", show_default=True)
+@click.option("--log-level", type=LOG_LEVEL, default="INFO", show_default=True)
 def node(
     node_id: int,
     roles: str,
@@ -139,7 +183,10 @@ def node(
         )
     except (SettingsError, ValueError) as exc:
         raise click.UsageError(str(exc)) from exc
-    run_node(config)
+    try:
+        run_node(config)
+    except OSError as exc:  # the data directory, or the address to bind
+        raise InputError(f"node {node_id}: {exc}") from exc
 
 
 # ---- txnchaos cluster ----------------------------------------------------------------
@@ -157,7 +204,7 @@ def cluster() -> None:
     show_default=True,
     help="Coordinator nodes (0: the coordinator role runs inside broker 1).",
 )
-@click.option("--data-dir", type=click.Path(path_type=Path), required=True)
+@click.option("--data-dir", type=DIRECTORY, required=True)
 @click.option("--set", "settings", multiple=True, metavar="KEY=VALUE", help="Broker setting.")
 @click.option(
     "--cpus",
@@ -172,7 +219,7 @@ def cluster() -> None:
 @click.option(
     "--state",
     "state_file",
-    type=click.Path(path_type=Path),
+    type=FILE,
     default=None,
     help="Write the cluster state (bootstrap, nodes, pids, ports) here as JSON.",
 )
@@ -190,12 +237,16 @@ def cluster_up(
     Running it again on an existing DATA_DIR restarts that cluster with its data.
     Without --detach it stays in the foreground and stops the cluster on Ctrl-C.
     """
+    if state_file is not None:
+        _check_writable(state_file, "state file")
     try:
         NodeSettings.from_pairs(list(settings))
         local = LocalCluster.prepare(data_dir, brokers, coordinators, list(settings), cpus=cpus)
         local.up()
     except (LaunchError, SettingsError) as exc:
-        raise click.ClickException(str(exc)) from exc
+        raise InputError(str(exc)) from exc
+    except OSError as exc:  # the data directory cannot be made or written
+        raise InputError(f"data directory {data_dir}: {exc.strerror or exc}") from exc
     if state_file is not None:
         local.write_state(state_file)
     state = local.state()
@@ -225,14 +276,14 @@ def _target_options(f: Callable[..., None]) -> Callable[..., None]:
     """``--state FILE`` or ``--data-dir DIR``: which local cluster a command acts on."""
     f = click.option(
         "--data-dir",
-        type=click.Path(path_type=Path),
+        type=DIRECTORY,
         default=None,
         help="The cluster's data directory (for a cluster started without --state).",
     )(f)
     return click.option(
         "--state",
         "state_file",
-        type=click.Path(path_type=Path),
+        type=FILE,
         default=None,
         help="The state file `cluster up --state` wrote (kept up to date).",
     )(f)
@@ -247,7 +298,7 @@ def _load(state_file: Path | None, data_dir: Path | None) -> LocalCluster:
         assert data_dir is not None
         return LocalCluster.from_data_dir(data_dir)
     except LaunchError as exc:
-        raise click.ClickException(str(exc)) from exc
+        raise InputError(str(exc)) from exc
 
 
 def _save(local: LocalCluster, state_file: Path | None) -> None:
@@ -270,7 +321,7 @@ def _node_action(state_file: Path | None, data_dir: Path | None, node_id: int, a
     try:
         getattr(local, f"{action}_node")(node_id)
     except LaunchError as exc:
-        raise click.ClickException(str(exc)) from exc
+        raise InputError(str(exc)) from exc
     _save(local, state_file)
     click.echo(f"node {node_id} {action}ed")
 
@@ -304,6 +355,33 @@ def cluster_status(state_file: Path | None, data_dir: Path | None) -> None:
     click.echo(json.dumps(state, indent=2))
 
 
+@cluster.command("features")
+@_target_options
+@click.option("--set", "changes", multiple=True, metavar="FEATURE=LEVEL", help="New level.")
+@click.option("--validate-only", is_flag=True, help="Check the change without making it.")
+def cluster_features(
+    state_file: Path | None, data_dir: Path | None, changes: tuple[str, ...], validate_only: bool
+) -> None:
+    """Show the finalized features (transaction.version), or change them with
+    UpdateFeatures (a lower level is sent as a safe downgrade)."""
+    from .features_admin import FeatureChangeRefused, features
+
+    wanted: dict[str, int] = {}
+    for pair in changes:
+        name, sep, level = pair.partition("=")
+        if not sep or not level.strip().lstrip("-").isdigit():
+            raise click.BadParameter(f"expected FEATURE=LEVEL, got {pair!r}", param_hint="--set")
+        wanted[name.strip()] = int(level)
+    local = _load(state_file, data_dir)
+    try:
+        result = features(local.state()["bootstrap"], wanted, validate_only)
+    except FeatureChangeRefused as exc:
+        raise InputError(f"update refused: {exc}") from exc
+    except OSError as exc:
+        raise InputError(f"cluster not reachable: {exc}") from exc
+    click.echo(json.dumps(result.to_json(), indent=2))
+
+
 # ---- txnchaos run --------------------------------------------------------------------
 @main.command()
 @click.argument("scenario", type=click.Path(path_type=Path))
@@ -314,25 +392,55 @@ def cluster_status(state_file: Path | None, data_dir: Path | None) -> None:
     default=None,
     help="Where the cluster runs (default: the scenario's, usually local).",
 )
-@click.option("--bootstrap", default=None, metavar="HOST:PORT", help="An external cluster.")
-@click.option("--duration", type=float, default=None, help="Seconds of workload.")
+@click.option(
+    "--bootstrap",
+    default=None,
+    metavar="HOST:PORT",
+    callback=check_bootstrap,
+    help="An external cluster.",
+)
+@click.option(
+    "--metrics-url",
+    "metrics_urls",
+    multiple=True,
+    metavar="NODE=URL",
+    callback=check_metrics_urls,
+    help="An external cluster node's Prometheus /metrics URL (repeat per node; replaces the "
+    "scenario's cluster.metrics): scraped during the run, judged by the metrics checker.",
+)
+@click.option("--duration", type=Seconds(), default=None, help="Seconds of workload.")
 @click.option(
     "--out",
-    type=click.Path(path_type=Path),
+    type=DIRECTORY,
     default=None,
     help="Run directory (default: runs/<scenario>-<time>-seed<N>).",
 )
 @click.option("--no-analyze", is_flag=True, help="Record only; judge later with `analyze`.")
-@click.option("--web", is_flag=True, help="Open locust's web UI (load tests).")
+@click.option("--web", is_flag=True, help="Open locust's web UI (load tests); prints its URL.")
+@click.option(
+    "--web-host",
+    default=None,
+    metavar="HOST",
+    help="Address the web UI listens on (with --web; default 127.0.0.1).",
+)
+@click.option(
+    "--web-port",
+    type=PORT,
+    default=None,
+    help="Port of the web UI (with --web; default or 0: a free one).",
+)
 def run(
     scenario: Path,
     seed: int | None,
     launcher: str | None,
     bootstrap: str | None,
+    metrics_urls: dict[int, str],
     duration: float | None,
     out: Path | None,
     no_analyze: bool,
     web: bool,
+    web_host: str | None,
+    web_port: int | None,
 ) -> None:
     """Run a scenario: cluster, workload and faults, then the verdict.
 
@@ -342,24 +450,56 @@ def run(
     """
     from .run.orchestrator import RunOptions, run_scenario
     from .run.scenario import ScenarioError, load_scenario
+    from .workload.web import WebAddressError, check_web_address
+
+    if not web and (web_host is not None or web_port is not None):
+        raise click.UsageError("--web-host and --web-port need --web")
 
     try:
         parsed = load_scenario(scenario)
     except ScenarioError as exc:
-        raise click.ClickException(str(exc)) from exc
+        raise InputError(str(exc)) from exc
+    if out is not None and out.is_dir() and any(out.iterdir()):
+        raise InputError(f"--out {out} exists and is not empty: give a new run directory")
+    _check_actions_heal(parsed, scenario, duration)
     external = (launcher or parsed.cluster.launcher) == "external"
     if external and not (bootstrap or parsed.cluster.bootstrap):
         raise click.UsageError("an external cluster needs --bootstrap HOST:PORT")
+    if metrics_urls and not external:
+        raise click.UsageError("--metrics-url is for an external cluster (--launcher external)")
+    web_host = web_host or "127.0.0.1"
+    if web:
+        try:
+            check_web_address(web_host, web_port)
+        except WebAddressError as exc:
+            raise InputError(str(exc)) from exc
     options = RunOptions(
         seed=seed,
         launcher=launcher,
         bootstrap=bootstrap,
+        metrics=metrics_urls or None,
         duration=duration,
         out=out,
         analyze=not no_analyze,
         web=web,
+        web_host=web_host,
+        web_port=web_port or None,
     )
     sys.exit(run_scenario(parsed, options))
+
+
+def _check_actions_heal(parsed: Scenario, scenario: Path, duration: float | None) -> None:
+    """Every explicit fault ends within the workload (as the nemesis requires), checked
+    before a cluster starts rather than after."""
+    workload = duration or parsed.duration
+    where = f"--duration {workload:g}" if duration else f"duration {workload:g}"
+    for i, action in enumerate(parsed.nemesis.actions):
+        if action.at + action.duration > workload:
+            raise InputError(
+                f"{scenario}: nemesis.actions.{i} ({action.kind} at {action.at:g}s lasting "
+                f"{action.duration:g}s) ends after the workload ({where}s): faults must heal "
+                "before the final phase"
+            )
 
 
 # ---- txnchaos analyze ----------------------------------------------------------------
@@ -368,6 +508,7 @@ def run(
 @click.option(
     "--master",
     default=None,
+    callback=check_master,
     help="Spark master URL (default: local[2]); a real cluster for large histories.",
 )
 def analyze(run_dir: Path, master: str | None) -> None:
@@ -381,12 +522,12 @@ def analyze(run_dir: Path, master: str | None) -> None:
 
 # ---- txnchaos demo -------------------------------------------------------------------
 @main.command()
-@click.option("--brokers", type=int, default=2, show_default=True)
-@click.option("--transactions", type=int, default=500, show_default=True)
-@click.option("--partitions", type=int, default=3, show_default=True)
+@click.option("--brokers", type=click.IntRange(1, 32), default=2, show_default=True)
+@click.option("--transactions", type=click.IntRange(min=1), default=500, show_default=True)
+@click.option("--partitions", type=click.IntRange(1, 10_000), default=3, show_default=True)
 @click.option(
     "--data-dir",
-    type=click.Path(path_type=Path),
+    type=DIRECTORY,
     default=None,
     help="Cluster data (default: a fresh temporary directory, removed afterwards).",
 )
@@ -395,12 +536,20 @@ def demo(brokers: int, transactions: int, partitions: int, data_dir: Path | None
     read_committed, print a summary and a verdict, stop the cluster."""
     from .smoke import run_smoke
 
-    sys.exit(
-        run_smoke(
+    try:
+        code = run_smoke(
             brokers=brokers, transactions=transactions, partitions=partitions, data_dir=data_dir
         )
-    )
+    except LaunchError as exc:
+        raise InputError(str(exc)) from exc
+    except OSError as exc:  # the data directory cannot be made or written
+        raise InputError(f"cannot use the data directory: {exc}") from exc
+    sys.exit(code)
+
+
+# ---- txnchaos fuzz -------------------------------------------------------------------
+main.add_command(fuzz_command)
 
 
 if __name__ == "__main__":
-    main()
+    main(prog_name="txnchaos")  # not "python -m txnchaos.harness.cli" in messages

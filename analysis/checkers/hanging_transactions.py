@@ -4,10 +4,12 @@ partition, or Ongoing/Prepare* at its coordinator) older than transaction.max.ti
 the final state was captured. (c) coordinator_mismatch: a partition holds an open transaction
 of a producer id the coordinator does not list as Ongoing or Prepare* (for that partition, when
 the coordinator lists partitions). (d) lso_stall: over the run (harness LSO/high-watermark
-samples), a partition's LSO stood still while its high watermark moved, for longer than the
-producers' transaction.timeout.ms plus the abort-cleanup interval (10 s) plus 5 s of sampling
-slack. Counts: (a) partitions, (b) producer ids, (c) open partition transactions,
-(d) stall episodes. (a)-(c) need final_state.json; (d) needs harness samples."""
+samples), a partition's LSO stood still while its high watermark moved, and stayed below the
+high watermark for longer than the producers' transaction.timeout.ms plus the abort-cleanup
+interval (10 s) plus 5 s of sampling slack (the stall is timed from the first sample where the
+high watermark is above the LSO: an idle partition is not stalled). Counts: (a) partitions,
+(b) producer ids, (c) open partition transactions, (d) stall episodes. (a)-(c) need
+final_state.json; (d) needs harness samples."""
 
 from __future__ import annotations
 
@@ -147,6 +149,7 @@ def _stalls(ctx: CheckContext, out: CheckOutput) -> bool:
         F.min("time_ns").alias("start_ns"),
         F.max("time_ns").alias("end_ns"),
         F.first("lso").alias("lso"),
+        F.min(F.when(F.col("hw") > F.col("lso"), F.col("time_ns"))).alias("behind_ns"),
         F.min_by("hw", "time_ns").alias("hw_start"),
         F.max_by("hw", "time_ns").alias("hw_end"),
         F.count(F.lit(1)).alias("samples"),
@@ -155,27 +158,27 @@ def _stalls(ctx: CheckContext, out: CheckOutput) -> bool:
     stalls = runs.filter(
         (F.col("hw_end") > F.col("hw_start"))
         & (F.col("hw_end") > F.col("lso"))
-        & ((F.col("end_ns") - F.col("start_ns")) > F.lit(allowed_ms * 1_000_000))
+        & ((F.col("end_ns") - F.col("behind_ns")) > F.lit(allowed_ms * 1_000_000))
     ).collect()
     for r in stalls:
         faults = [
             f
             for f in ctx.data.faults
-            if f["start_ns"] <= r["end_ns"] and (f["end_ns"] or r["end_ns"]) >= r["start_ns"]
+            if f["start_ns"] <= r["end_ns"] and (f["end_ns"] or r["end_ns"]) >= r["behind_ns"]
         ]
         out.rows.append(
             row(
                 NAME,
                 "lso_stall",
-                r["start_ns"],
+                r["behind_ns"],
                 {
                     "topic": r["topic"],
                     "partition": r["partition"],
                     "lso": r["lso"],
                     "high_watermark": [r["hw_start"], r["hw_end"]],
-                    "stalled_ms": (r["end_ns"] - r["start_ns"]) // 1_000_000,
+                    "stalled_ms": (r["end_ns"] - r["behind_ns"]) // 1_000_000,
                     "allowed_ms": allowed_ms,
-                    "from_ns": r["start_ns"],
+                    "from_ns": r["behind_ns"],
                     "to_ns": r["end_ns"],
                     "overlapping_faults": faults,
                 },

@@ -3,8 +3,8 @@ seek or restart), read past a committed transaction's records in a partition —
 that partition began at or before the transaction's first record there and reached its last —
 and returned some but not all of them (distinct records: one returned twice still leaves the
 other missing). A transaction's records in a partition are its acknowledged (non-failed) writes
-there, placed at their read or acked offsets. Count: distinct (reader, transaction, partition,
-epoch)."""
+there whose values name it (writer|txn|index: the form a read is attributed by), placed at
+their read or acked offsets. Count: distinct (reader, transaction, partition, epoch)."""
 
 from __future__ import annotations
 
@@ -70,11 +70,14 @@ def check(ctx: CheckContext) -> CheckOutput:
     ).filter(F.col("vtxn").isNotNull())
     key = ["stream", "epoch", "writer", "vtxn"]
     seen = reads.groupBy(*key, "proc_rank", "tp").agg(F.count_distinct("value").alias("seen"))
-    # those transactions' records per partition (placed at their read or acked offset)
+    # those transactions' records per partition (placed at their read or acked offset): values
+    # that name their transaction, as the reads are attributed (a value in another form, taken
+    # for its write's transaction, would be expected but never counted as seen)
     v = proj.values.join(
         F.broadcast(seen.select("writer", "vtxn").distinct()), ["writer", "vtxn"]
     ).filter(
         (F.col("status") == COMMITTED)
+        & F.col("parsed")
         & F.col("vtxn").isNotNull()
         & (F.col("n_w") > 0)
         & (F.col("w_outcome") != FAIL_CODE)

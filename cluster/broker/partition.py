@@ -45,7 +45,8 @@ from .batch_validation import (
     RECORD_LIST_TOO_LARGE,
     validate_client_batch,
 )
-from .producer_state import ProducerStateManager
+from .producer_state import INVALID_TXN_STATE, ProducerStateManager
+from .verification_state import SENTINEL, VerificationGuard, VerificationState
 
 NONE = 0
 OFFSET_OUT_OF_RANGE = 1
@@ -163,6 +164,7 @@ class Partition:
             self.directory, producer_id_expiration_ms, strict_unknown_producer
         )
         self.index_entries_restored = 0  # aborted-index entries the last load re-created
+        self.verification = VerificationState()  # KIP-890 part 1, in memory only
         self._load_producer_state()
         self.log.on_roll = self._on_roll
 
@@ -365,6 +367,7 @@ class Partition:
         )
 
     def _apply_written_marker(self, m: TxnMarker, written: BatchHeader, now_ms: int) -> int:
+        self.verification.clear(m.producer_id)  # a verification in flight is now stale
         seg = self.log.segment_for(written.base_offset)
         try:
             self._apply_marker(seg, written, m.commit, m.coordinator_epoch, now_ms, replay=False)
@@ -375,8 +378,38 @@ class Partition:
         return NONE
 
     # -- Produce -----------------------------------------------------------------
-    def append_records(self, records: bytes | bytearray | memoryview) -> AppendResult:
-        """Validate and append the single batch of a Produce request (v3+)."""
+    def has_ongoing_transaction(self, producer_id: int, producer_epoch: int) -> bool:
+        entry = self.producer_state.last_entry(producer_id)
+        return (
+            entry is not None
+            and entry.current_txn_first_offset is not None
+            and entry.producer_epoch == producer_epoch
+        )
+
+    def has_newer_epoch(self, producer_id: int, producer_epoch: int) -> bool:
+        """This partition has seen the producer at a later epoch: a batch at
+        ``producer_epoch`` is a zombie's, to be fenced rather than sequence-checked."""
+        entry = self.producer_state.last_entry(producer_id)
+        return entry is not None and entry.producer_epoch > producer_epoch
+
+    def start_verification(self, producer_id: int, producer_epoch: int) -> VerificationGuard:
+        """SENTINEL when the producer's transaction is ongoing here (nothing to ask),
+        else the guard of a verification the caller now asks the coordinator for."""
+        if self.has_ongoing_transaction(producer_id, producer_epoch):
+            return SENTINEL
+        return self.verification.start(producer_id, producer_epoch, int(self._clock() * 1000))
+
+    def append_records(
+        self,
+        records: bytes | bytearray | memoryview,
+        verification: VerificationGuard | None = None,
+    ) -> AppendResult:
+        """Validate and append the single batch of a Produce request (v3+).
+
+        ``verification``: None when this produce needs no verification (it is off, or
+        the request is not transactional); else the guard from ``start_verification``,
+        which must still be valid for a transactional batch that opens a transaction.
+        """
         check = validate_client_batch(records, self.config)
         if check.header is None:
             start = -1 if check.error_code in _NO_LOG_START_ERRORS else self.log_start_offset
@@ -393,6 +426,18 @@ class Partition:
                 log_start_offset=self.log_start_offset,
                 duplicate=True,
             )
+        if (
+            verification is not None
+            and header.is_transactional
+            and header.has_producer_id
+            and not self.has_ongoing_transaction(header.producer_id, header.producer_epoch)
+            and not self.verification.verified(header.producer_id, verification)
+        ):
+            return AppendResult(
+                INVALID_TXN_STATE,
+                "Record was not part of an ongoing transaction",
+                log_start_offset=self.log_start_offset,
+            )
         if verdict.error_code != NONE:
             return AppendResult(
                 verdict.error_code, verdict.message, log_start_offset=self.log_start_offset
@@ -407,6 +452,8 @@ class Partition:
         except OSError as e:
             return AppendResult(KAFKA_STORAGE_ERROR, f"append failed: {e}")
         self.producer_state.append_data_batch(written, base, written.last_offset)
+        if verification is not None and written.is_transactional:
+            self.verification.clear(written.producer_id)  # the transaction is ongoing now
         return AppendResult(
             NONE, None, base, written.last_offset, log_start_offset=self.log_start_offset
         )
@@ -481,6 +528,7 @@ class Partition:
 
     def remove_expired_producers(self, now_ms: int | None = None) -> list[int]:
         now = int(self._clock() * 1000) if now_ms is None else now_ms
+        self.verification.expire(now, self.producer_state.producer_id_expiration_ms)
         return self.producer_state.remove_expired(now)
 
     def take_snapshot(self) -> Path:

@@ -1,4 +1,18 @@
-"""Produce v3-v11: validate, append to the local partition, answer per partition.
+"""Produce v3-v12: validate, append to the local partition, answer per partition.
+
+KIP-890 part 1: when verification is on (``transaction.partition.verification.enable``
+and transaction.version >= 1), a transactional batch for a partition where its
+producer has no ongoing transaction is appended only after the coordinator confirmed
+(AddPartitionsToTxn VerifyOnly, see ``txn_verification``) that the transaction added
+the partition. Errors follow Kafka's ReplicaManager: INVALID_TXN_STATE when it did
+not; retriable coordinator errors become NOT_ENOUGH_REPLICAS with a message (old
+clients retry it without a metadata refresh).
+
+KIP-890 part 2: a Produce v12 (a new client) on a TV2 cluster needs no
+AddPartitionsToTxn: the broker has the coordinator add the partition (AddPartitionsToTxn
+v5 without VerifyOnly) before the first write of each transaction to it, and refuses
+a first write whose sequence is not 0 (OUT_OF_ORDER_SEQUENCE_NUMBER: a new epoch, so a
+new transaction, starts at 0). Produce v11+ clients get TRANSACTION_ABORTABLE as it is.
 
 acks=0 gets no response; if such a produce fails, the connection is closed (as
 Kafka does) so the client notices. acks=1 and acks=all are the same here: a
@@ -8,28 +22,73 @@ survives kill -9 of the node) before the response is sent.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
 from ..protocol.hot_codecs import PartitionResult, produce_response
+from ..protocol.record_batch import CorruptBatch, parse_header
 from ..server.dispatch import ApiRegistry, RequestContext
 from ..server.server import CloseConnection
 from .partition import Partition
 from .partition_manager import PartitionManager
+from .txn_verification import TxnVerifier
+from .verification_state import SENTINEL, VerificationGuard
 
 INVALID_REQUIRED_ACKS = int(ErrorCode.invalid_required_acks)
 INVALID_RECORD = int(ErrorCode.invalid_record)
 UNKNOWN_TOPIC_OR_PARTITION = int(ErrorCode.unknown_topic_or_partition)
 NOT_LEADER_OR_FOLLOWER = int(ErrorCode.not_leader_or_follower)
+INVALID_TXN_STATE = int(ErrorCode.invalid_txn_state)
+INVALID_PRODUCER_ID_MAPPING = int(ErrorCode.invalid_producer_id_mapping)
+OUT_OF_ORDER_SEQUENCE_NUMBER = int(ErrorCode.out_of_order_sequence_number)
+IMPLICIT_ADD_VERSION = 12  # Produce v12: the client relies on the broker to add partitions
+GENERIC_ERRORS_VERSION = 11  # Produce v11+: TRANSACTION_ABORTABLE is known
+NOT_ENOUGH_REPLICAS = int(ErrorCode.not_enough_replicas)
+RETRIABLE_VERIFICATION_ERRORS = frozenset(
+    int(e)
+    for e in (
+        ErrorCode.concurrent_transactions,
+        ErrorCode.network_exception,
+        ErrorCode.coordinator_load_in_progress,
+        ErrorCode.coordinator_not_available,
+        ErrorCode.not_coordinator,
+    )
+)
+
+
+def verification_failure(index: int, error: int) -> PartitionResult:
+    """A failed verification as the producer sees it (Kafka's ReplicaManager)."""
+    if error == INVALID_TXN_STATE:
+        return (index, error, -1, -1, -1, (), "Partition was not added to the transaction")
+    if error in RETRIABLE_VERIFICATION_ERRORS:
+        message = (
+            "Unable to verify the partition has been added to the transaction. "
+            f"Underlying error: {ErrorCode(error).name.upper()}"
+        )
+        return (index, NOT_ENOUGH_REPLICAS, -1, -1, -1, (), message)
+    return (index, error, -1, -1, -1, (), None)
 
 
 class ProduceApi:
-    def __init__(self, partitions: PartitionManager) -> None:
+    def __init__(
+        self,
+        partitions: PartitionManager,
+        verifier: TxnVerifier | None = None,
+        verification_active: Callable[[], bool] = lambda: False,
+        transaction_version: Callable[[], int] = lambda: 0,
+    ) -> None:
         self.partitions = partitions
+        self.verifier = verifier
+        self.verification_active = verification_active
+        self.transaction_version = transaction_version
 
     def register(self, registry: ApiRegistry) -> None:
-        registry.register(0, 3, 11, self.handle, owner="broker")
+        registry.register(0, 3, 12, self.handle, owner="broker")
+
+    def _implicit_add(self, version: int) -> bool:
+        return version >= IMPLICIT_ADD_VERSION and self.transaction_version() >= 2
 
     async def handle(self, ctx: RequestContext, request: Any) -> Any:
         acks = request.acks
@@ -40,6 +99,16 @@ class ProduceApi:
                 results = [self._error(p.index, INVALID_REQUIRED_ACKS) for p in t.partition_data]
                 topics.append((t.name, results))
                 errors.extend(INVALID_REQUIRED_ACKS for _ in results)
+        elif (
+            request.transactional_id
+            and self.verifier is not None
+            and (self.verification_active() or self._implicit_add(ctx.api_version))
+        ):
+            errors = await self._verified(request, topics, ctx.api_version)
+            if acks == 0:
+                if errors:
+                    raise CloseConnection
+                return None
         else:
             for t in request.topic_data:
                 results = []
@@ -57,8 +126,88 @@ class ProduceApi:
                 return None
         return ctx.encoded(produce_response(ctx.api_version, topics), tuple(errors))
 
+    async def _verified(
+        self, request: Any, topics: list[tuple[str, list[PartitionResult]]], version: int
+    ) -> list[int]:
+        """A transactional produce with verification on (or a v12 produce under TV2):
+        verify (or add) the partitions that need it, in one request to the
+        coordinator, then append; fills ``topics``."""
+        add = self._implicit_add(version)
+        failed: dict[tuple[str, int], int] = {}
+        found: dict[tuple[str, int], Partition] = {}
+        guards: dict[tuple[str, int], VerificationGuard] = {}
+        producers: set[tuple[int, int]] = set()
+        for t in request.topic_data:
+            for p in t.partition_data:
+                partition = await self.partitions.get_or_sync(t.name, p.index)
+                if partition is None or not p.records:
+                    continue
+                found[(t.name, p.index)] = partition
+                try:
+                    header = parse_header(p.records)
+                except CorruptBatch:
+                    continue  # the append refuses it
+                if header.is_transactional and header.has_producer_id:
+                    producers.add((header.producer_id, header.producer_epoch))
+                    guard = partition.start_verification(header.producer_id, header.producer_epoch)
+                    # a new transaction starts at sequence 0 (seed 000); a stale epoch goes
+                    # on to the coordinator, which fences it, as Kafka's epoch check comes first
+                    if (
+                        add
+                        and guard is not SENTINEL
+                        and header.base_sequence != 0
+                        and not partition.has_newer_epoch(header.producer_id, header.producer_epoch)
+                    ):
+                        failed[(t.name, p.index)] = OUT_OF_ORDER_SEQUENCE_NUMBER
+                        continue
+                    guards[(t.name, p.index)] = guard
+        if len(producers) > 1:  # Kafka: "contained more than one producer ID"
+            failed = dict.fromkeys(list(guards) + list(failed), INVALID_PRODUCER_ID_MAPPING)
+        else:
+            wanted = [key for key, guard in guards.items() if guard is not SENTINEL]
+            if wanted:
+                ((pid, epoch),) = producers
+                assert self.verifier is not None
+                failed.update(
+                    await self.verifier.verify(
+                        request.transactional_id,
+                        pid,
+                        epoch,
+                        wanted,
+                        verify_only=not add,
+                        generic_errors=version >= GENERIC_ERRORS_VERSION,
+                    )
+                )
+        errors: list[int] = []
+        for t in request.topic_data:
+            results: list[PartitionResult] = []
+            for p in t.partition_data:
+                key = (t.name, p.index)
+                if key in failed:
+                    result = verification_failure(p.index, failed[key])
+                else:
+                    partition = found.get(key)
+                    if partition is None:
+                        result = await self._append_after_sync(t.name, p.index, p.records)
+                    else:
+                        appended = self._append(
+                            t.name, p.index, p.records, partition, guards.get(key)
+                        )
+                        assert appended is not None
+                        result = appended
+                if result[1]:
+                    errors.append(result[1])
+                results.append(result)
+            topics.append((t.name, results))
+        return errors
+
     def _append(
-        self, topic: str, index: int, records: bytes | None, partition: Partition | None = None
+        self,
+        topic: str,
+        index: int,
+        records: bytes | None,
+        partition: Partition | None = None,
+        verification: VerificationGuard | None = None,
     ) -> PartitionResult | None:
         """Append to a partition this node knows; None if it does not know it (yet)."""
         if partition is None:
@@ -67,7 +216,7 @@ class ProduceApi:
                 return None
         if not records:
             return self._error(index, INVALID_RECORD, "no record batch")
-        result = partition.append_records(records)
+        result = partition.append_records(records, verification)
         if result.error_code == 0:
             self.partitions.notify((topic, index))
         return (

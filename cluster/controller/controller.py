@@ -1,7 +1,8 @@
 """The controller: owns topics, assignments, broker liveness and producer-id blocks.
 
-It serves CreateTopics, DeleteTopics, BrokerRegistration, BrokerHeartbeat and
-AllocateProducerIds. Every change is saved before it is acknowledged. A broker that
+It serves CreateTopics, DeleteTopics, BrokerRegistration, BrokerHeartbeat,
+AllocateProducerIds and UpdateFeatures (finalized feature levels, see
+``features``). Every change is saved before it is acknowledged. A broker that
 misses heartbeats for ``broker.session.timeout.ms`` is fenced: its partitions show
 no leader (one replica) until it registers again.
 """
@@ -21,6 +22,14 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from ..features import (
+    SAFE_DOWNGRADE,
+    TRANSACTION_VERSION,
+    UPGRADE,
+    FeatureUpdate,
+    finalized,
+    validate_update,
+)
 from ..metadata import NO_LEADER, ClusterView, NodeEndpoint, TopicMeta
 from ..server.dispatch import ApiRegistry, RequestContext
 from ..settings import NodeSettings
@@ -55,6 +64,17 @@ def _wait_budget(request: Any) -> float:
     return min(timeout_s, MAX_PROPAGATION_WAIT_S) if timeout_s > 0 else 0.0
 
 
+def requesting_node(ctx: RequestContext) -> int | None:
+    """The node that sent a request (its client id names it), None for clients."""
+    client_id = ctx.client_id
+    if not client_id or not client_id.startswith(NODE_CLIENT_PREFIX):
+        return None
+    try:
+        return int(client_id.removeprefix(NODE_CLIENT_PREFIX))
+    except ValueError:
+        return None
+
+
 def topic_name_error(name: str) -> str | None:
     if not name:
         return "Topic name is illegal, it can't be empty"
@@ -83,6 +103,10 @@ class Controller:
         self.clock = clock
         self.store = ControllerStore(directory)
         self.state = self.store.load()
+        if self.state.features is None:
+            # Bootstrap, as Kafka's storage format: later changes go through UpdateFeatures.
+            self.state.features = {TRANSACTION_VERSION: settings.get("transaction.version")}
+            self.store.save(self.state)
         self.nodes: dict[int, RegisteredNode] = {}
         self._next_broker_epoch = int(time.time() * 1000)
         self._changed = asyncio.Event()
@@ -153,6 +177,8 @@ class Controller:
                 epoch=self.state.epoch,
                 nodes=nodes,
                 topics=topics,
+                features=finalized(self.state.features or {}),
+                features_epoch=self.state.epoch,
             )
         return self._view
 
@@ -253,6 +279,28 @@ class Controller:
         log.info("deleted topic %s", record.name)
         return ErrorCode.none, record.name
 
+    def update_features(
+        self, updates: list[FeatureUpdate], validate_only: bool
+    ) -> tuple[int, str | None]:
+        """Apply feature updates all or nothing; (error code, message)."""
+        names = [u.name for u in updates]
+        if len(set(names)) != len(names):
+            return ErrorCode.invalid_request, "The request contains a feature more than once."
+        current = dict(self.state.features or {})
+        for update in updates:
+            code, message = validate_update(current, update)
+            if code:
+                return code, message
+        if validate_only:
+            return ErrorCode.none, None
+        for update in updates:
+            current[update.name] = update.level
+        self.state.features = current
+        self.store.save(self.state)
+        self._bump()
+        log.info("finalized features now %s", current)
+        return ErrorCode.none, None
+
     def allocate_producer_ids(self) -> tuple[int, int]:
         start = self.state.next_producer_id
         self.state.next_producer_id = start + PRODUCER_ID_BLOCK
@@ -297,26 +345,35 @@ class Controller:
         self._pulled.set()
         self._pulled = asyncio.Event()
 
-    def _lagging(self, epoch: int) -> list[int]:
+    def _lagging(self, epoch: int, requester: int | None = None) -> list[int]:
         return [
             n.node_id
             for n in self.nodes.values()
             if n.node_id != self.node_id
+            and n.node_id != requester
             and not n.fenced
             and self.pulled_epoch.get(n.node_id, -1) < epoch
         ]
 
-    async def wait_until_propagated(self, timeout: float) -> list[int]:
-        """Wait until every live node has pulled the current view; returns laggards."""
+    async def wait_until_propagated(
+        self, timeout: float, requester: int | None = None
+    ) -> list[int]:
+        """Wait until every live node has pulled the current view; returns laggards.
+
+        ``requester`` is a node that forwarded the request (auto-creation, UpdateFeatures):
+        it is not waited for. It pulls the view itself once answered, and over the very
+        connection the answer goes out on, which serves one request at a time: waiting
+        for it waited out the whole budget (its heartbeats stuck behind too, so it was
+        fenced) and its forwarded request timed out."""
         epoch = self.state.epoch
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
-        while self._lagging(epoch) and loop.time() < deadline:
+        while self._lagging(epoch, requester) and loop.time() < deadline:
             try:
                 await asyncio.wait_for(self._pulled.wait(), deadline - loop.time())
             except TimeoutError:
                 break
-        return self._lagging(epoch)
+        return self._lagging(epoch, requester)
 
     def is_caught_up(self, node_id: int) -> bool:
         return self.pulled_epoch.get(node_id, -1) >= self.state.epoch
@@ -328,6 +385,7 @@ class Controller:
         registry.register(62, 0, 0, self._broker_registration, owner="controller")
         registry.register(63, 0, 0, self._broker_heartbeat, owner="controller")
         registry.register(67, 0, 0, self._allocate_producer_ids, owner="controller")
+        registry.register(57, 0, 2, self._update_features, owner="controller")
 
     def _requested_partitions(self, request: Any) -> int:
         default = self.settings.get("num.partitions")
@@ -403,7 +461,7 @@ class Controller:
                 )
             results.append(result)
         if not request.validate_only:
-            await self.wait_until_propagated(_wait_budget(request))
+            await self.wait_until_propagated(_wait_budget(request), requesting_node(ctx))
         return ctx.respond(throttle_time=0, topics=results)
 
     async def _delete_topics(self, ctx: RequestContext, request: Any) -> Any:
@@ -425,7 +483,7 @@ class Controller:
                     "error_message": None if code == ErrorCode.none else detail,
                 }
             )
-        await self.wait_until_propagated(_wait_budget(request))
+        await self.wait_until_propagated(_wait_budget(request), requesting_node(ctx))
         return ctx.respond(throttle_time=0, responses=results)
 
     async def _broker_registration(self, ctx: RequestContext, request: Any) -> Any:
@@ -460,3 +518,29 @@ class Controller:
             return ctx.respond(error_code=ErrorCode.stale_broker_epoch)
         start, length = self.allocate_producer_ids()
         return ctx.respond(error_code=0, producer_id_start=start, producer_id_len=length)
+
+    async def _update_features(self, ctx: RequestContext, request: Any) -> Any:
+        updates = [
+            FeatureUpdate(
+                u.feature,
+                u.max_version_level,
+                (SAFE_DOWNGRADE if u.allow_downgrade else UPGRADE)
+                if ctx.api_version == 0
+                else u.upgrade_type,
+            )
+            for u in request.feature_updates
+        ]
+        validate_only = bool(getattr(request, "validate_only", False))
+        code, message = self.update_features(updates, validate_only)
+        if code == ErrorCode.none and not validate_only:
+            await self.wait_until_propagated(_wait_budget(request), requesting_node(ctx))
+        fields: dict[str, Any] = {
+            "throttle_time": 0,
+            "error_code": code,
+            "error_message": message,
+        }
+        if ctx.api_version < 2:  # v2 dropped the per-feature results
+            fields["results"] = [
+                {"feature": u.name, "error_code": code, "error_message": message} for u in updates
+            ]
+        return ctx.respond(**fields)

@@ -1,6 +1,6 @@
 """The controller's durable state: cluster id, topics with their assignments and
-configs, and the next producer-id block. Small, so it is one JSON document written
-atomically (temp file + rename) before any change is acknowledged."""
+configs, the next producer-id block and the finalized feature levels. Small, so it
+is one JSON document written atomically (temp file + rename) before any change is acknowledged."""
 
 from __future__ import annotations
 
@@ -29,6 +29,9 @@ class ControllerState:
     topics: dict[str, TopicRecord] = field(default_factory=dict)
     next_producer_id: int = 0
     epoch: int = 0  # bumped on every change; brokers use it to notice news
+    # finalized feature levels (KIP-584), e.g. {"transaction.version": 2}; None: not
+    # yet bootstrapped (the controller then sets them from its settings)
+    features: dict[str, int] | None = None
 
     @classmethod
     def new(cls) -> ControllerState:
@@ -39,6 +42,7 @@ class ControllerState:
             "cluster_id": self.cluster_id,
             "next_producer_id": self.next_producer_id,
             "epoch": self.epoch,
+            "features": self.features,
             "topics": [
                 {
                     "name": t.name,
@@ -57,6 +61,9 @@ class ControllerState:
             next_producer_id=int(doc["next_producer_id"]),
             epoch=int(doc.get("epoch", 0)),
         )
+        features = doc.get("features")
+        if features is not None:
+            state.features = {str(k): int(v) for k, v in features.items()}
         for t in doc["topics"]:
             state.topics[t["name"]] = TopicRecord(
                 name=t["name"],

@@ -201,10 +201,12 @@ _REQUEST_HEADER_V1 = struct.Struct(">ihhih")
 @cache
 def _fast_request_encoder(cls: Any) -> Callable[[Any], bytes] | None:
     """The hand-written body encoder for a request class, if there is one."""
-    from . import hot_codecs
+    from . import hot_codecs, verify_codecs
 
     if cls.__api_key__ == 27 and cls.__version__ in hot_codecs.WRITE_TXN_MARKERS_VERSIONS:
         return hot_codecs.write_txn_markers_request
+    if cls.__api_key__ == 24 and cls.__version__ in verify_codecs.VERSIONS:
+        return verify_codecs.add_partitions_to_txn_request
     return None
 
 

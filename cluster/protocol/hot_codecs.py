@@ -6,8 +6,8 @@ messages, so they were a large share of the nodes' CPU. These functions write th
 same bytes as kio straight from plain values (the unit tests compare them with
 kio byte for byte, for every version served):
 
-* responses: Produce v3-v11, AddPartitionsToTxn v0-v3, EndTxn v0-v3 (without the
-  v5 producer id/epoch), WriteTxnMarkers v1-v2 (bodies, without the response header;
+* responses: Produce v3-v12, AddPartitionsToTxn v0-v3, EndTxn v0-v5 (v5 with the
+  producer id/epoch of KIP-890), WriteTxnMarkers v1-v2 (bodies, without the response header;
   handlers wrap them in :class:`~.codec.EncodedResponse`);
 * the WriteTxnMarkers v1-v2 request body (the coordinator's markers), from the kio
   request entity (``codec.encode_request`` picks it automatically).
@@ -37,9 +37,9 @@ _PARTITION_ERROR = struct.Struct(">ih").pack  # partition index, error code
 _MARKER_HEAD = struct.Struct(">qhb").pack  # producer id, epoch, result
 _NO_TAGS = b"\x00"
 
-PRODUCE_VERSIONS = range(3, 12)
+PRODUCE_VERSIONS = range(3, 13)
 ADD_PARTITIONS_TO_TXN_VERSIONS = range(0, 4)
-END_TXN_VERSIONS = range(0, 4)
+END_TXN_VERSIONS = range(0, 6)
 WRITE_TXN_MARKERS_VERSIONS = range(1, 3)
 
 PartitionResult = tuple[int, int, int, int, int, Sequence[tuple[int, str | None]], str | None]
@@ -84,7 +84,7 @@ def produce_response(
     topics: Sequence[tuple[str, Sequence[PartitionResult]]],
     throttle_time_ms: int = 0,
 ) -> bytes:
-    """ProduceResponse v3-v11 body (v9+ flexible; no current-leader / node-endpoint tags)."""
+    """ProduceResponse v3-v12 body (v9+ flexible; no current-leader / node-endpoint tags)."""
     _check(version, PRODUCE_VERSIONS, "Produce response")
     if len(topics) == 1 and len(topics[0][1]) == 1:
         name, (partition,) = topics[0]
@@ -171,11 +171,20 @@ def add_partitions_to_txn_response(
 
 
 _END_TXN = struct.Struct(">ih").pack
+_END_TXN_V5 = struct.Struct(">ihqh").pack
 
 
-def end_txn_response(version: int, error_code: int, throttle_time_ms: int = 0) -> bytes:
-    """EndTxnResponse v0-v3 body."""
+def end_txn_response(
+    version: int,
+    error_code: int,
+    throttle_time_ms: int = 0,
+    producer_id: int = -1,
+    producer_epoch: int = -1,
+) -> bytes:
+    """EndTxnResponse v0-v5 body (v5 adds the producer id and epoch to use next)."""
     _check(version, END_TXN_VERSIONS, "EndTxn response")
+    if version >= 5:
+        return _END_TXN_V5(throttle_time_ms, error_code, producer_id, producer_epoch) + _NO_TAGS
     body = _END_TXN(throttle_time_ms, error_code)
     return body + _NO_TAGS if version >= 3 else body
 

@@ -70,6 +70,17 @@ class ApiRegistry:
             response_class(api_key, version)  # fail at start-up, not at the first request
         self._specs[api_key] = ApiSpec(api_key, min_version, max_version, handler, owner)
 
+    def wrap(self, api_key: int, wrapper: Callable[[Handler], Handler]) -> bool:
+        """Replace a registered handler by ``wrapper(handler)`` (e.g. an authorization
+        check in front of it); False when the API is not served here."""
+        spec = self._specs.get(api_key)
+        if spec is None:
+            return False
+        self._specs[api_key] = ApiSpec(
+            api_key, spec.min_version, spec.max_version, wrapper(spec.handler), spec.owner
+        )
+        return True
+
     def get(self, api_key: int) -> ApiSpec | None:
         return self._specs.get(api_key)
 

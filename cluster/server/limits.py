@@ -7,7 +7,9 @@ Kafka's names and meanings where Kafka has them:
   the per-IP limit).
 * ``queued.max.requests``: complete requests received and not yet started, over all
   connections; past it the node stops reading from a connection that queues more
-  until the queue drains.
+  until the queue drains or that connection's own requests have all started (frames
+  stuck behind another client's long wait must not stop everyone else). A connection
+  not being read is closed once its client has closed it (``server.peer_gone``).
 * ``queued.max.request.bytes``: memory for requests larger than a connection's
   receive buffer. A connection whose next frame claims more must reserve the
   claimed size here first (all or nothing, first come first served) and stops

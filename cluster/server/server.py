@@ -28,6 +28,7 @@ import asyncio
 import collections
 import itertools
 import logging
+import socket
 import struct
 import time
 from collections.abc import Callable, Coroutine
@@ -54,6 +55,12 @@ log = logging.getLogger(__name__)
 API_VERSIONS_KEY = 18
 _monotonic = time.monotonic
 _PREFIX = struct.Struct(">hhi")
+
+DEAD_PEER_CHECK_S = 1.0
+"""How often connections that are not being read are checked for a client that left."""
+GONE_STATES = (7, 8)
+"""``tcpi_state`` of a socket whose peer reset it (Linux ``TCP_CLOSE``) or ended its
+input (``TCP_CLOSE_WAIT``)."""
 
 MAX_QUEUED_FRAMES = 16
 """Complete frames a connection may queue behind a request in flight before the
@@ -199,6 +206,35 @@ class _Connection(asyncio.BufferedProtocol):
         if not self._read_stops and self.transport is not None and not self._closed:
             self.transport.resume_reading()
 
+    def peer_gone(self) -> bool:
+        """Whether the client reset the connection or ended its input. A connection that
+        is not being read (``_read_stops``: a queue or memory limit, a request in flight
+        with frames behind it) cannot see its client leave, and would hold its queued
+        requests, memory and connection slot until the request in flight ends (a Fetch or
+        JoinGroup may wait for hours): the kernel's TCP state tells without reading. At
+        the end of a client's input Kafka closes the connection; so does the sweeper for
+        these connections (a connection being read still answers what came before it)."""
+        transport = self.transport
+        sock = transport.get_extra_info("socket") if transport is not None else None
+        if sock is None or not hasattr(socket, "TCP_INFO"):
+            return False
+        try:
+            info = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 1)
+        except OSError:
+            return False
+        if not info:
+            return False
+        if self._eof:  # its end of input is known: only a reset says it is gone
+            return info[0] == GONE_STATES[0]
+        return info[0] in GONE_STATES
+
+    def abort(self) -> None:
+        """Close at once, dropping what is queued and unsent."""
+        self._closed = True
+        self._drop_queued()
+        if self.transport is not None:
+            self.transport.abort()
+
     @property
     def idle(self) -> bool:
         """Nothing in flight or queued: only the client can make it active again."""
@@ -208,8 +244,26 @@ class _Connection(asyncio.BufferedProtocol):
         # The client will send nothing more: answer what it sent, then close.
         self._eof = True
         if self._busy or self._frames:
+            self._probe_peer()
             return True  # keep the transport open for the responses still due
         return None  # close the transport
+
+    def _probe_peer(self) -> None:
+        """Keepalive probes on a connection past its client's end of input, so that a
+        client that closed for good (not only its sending side) answers them with a
+        reset, which ``peer_gone`` sees: asyncio reads no more after the end of input,
+        and a request that waits (a long-poll) would hold the connection until it ends."""
+        transport = self.transport
+        sock = transport.get_extra_info("socket") if transport is not None else None
+        if sock is None or not hasattr(socket, "TCP_KEEPIDLE"):
+            return
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE, 1)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPINTVL, 1)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPCNT, 3)
+        except OSError:
+            pass
 
     # -- processing ------------------------------------------------------------------
     def _close(self) -> None:
@@ -267,6 +321,14 @@ class _Connection(asyncio.BufferedProtocol):
             self._stop_reading("pipelined")
         else:
             self._resume_reading("pipelined")
+        if not frames and "queue" in self._read_stops:
+            # queued.max.requests stops the connections that hold queued requests; one
+            # whose own are all started holds none. Left stopped until the node's queue
+            # drained, it waited on frames stuck behind other clients' long waits (a
+            # Fetch or JoinGroup parked for minutes), served nothing more, and did not
+            # even see its client leave: such connections piled up to max.connections.
+            server.queue.forget(self.conn_id)
+            self._resume_reading("queue")
 
     def _write(self, data: bytes) -> None:
         transport = self.transport
@@ -403,6 +465,7 @@ class KafkaServer:
         self.protocol_errors = 0
         self.refused_connections = 0
         self.idle_closed = 0
+        self.dead_closed = 0
 
     async def bind(self) -> int:
         """Bind the listening socket (so the port is known) without accepting yet."""
@@ -467,13 +530,19 @@ class KafkaServer:
             del self._per_ip[conn._ip]
 
     async def _close_idle_connections(self) -> None:
-        """``connections.max.idle.ms``: close connections the client left silent."""
+        """``connections.max.idle.ms``: close connections the client left silent; and
+        connections not being read whose client is gone (see ``peer_gone``)."""
         idle_s = self.limits.connections_max_idle_ms / 1000
-        period = min(max(idle_s / 10, 0.05), 30.0)
+        period = min(max(idle_s / 10, 0.05), DEAD_PEER_CHECK_S)
         while True:
             await asyncio.sleep(period)
             cutoff = _monotonic() - idle_s
             for conn in list(self._connections.values()):
+                if (conn._read_stops or conn._eof) and conn.peer_gone():
+                    self.dead_closed += 1
+                    log.info("closing %s: its client is gone", conn.peer)
+                    conn.abort()
+                    continue
                 if conn.last_active < cutoff and conn.idle and conn.transport is not None:
                     self.idle_closed += 1
                     log.info("closing %s: idle for %.0f s", conn.peer, idle_s)
@@ -577,18 +646,35 @@ class KafkaServer:
         ]
 
 
-def register_api_versions(registry: ApiRegistry, server: KafkaServer) -> None:
-    """ApiVersions v0-v3, answered from the registry (so it lists exactly what is served)."""
+def register_api_versions(
+    registry: ApiRegistry,
+    server: KafkaServer,
+    features: Callable[[], tuple[dict[str, int], int]] | None = None,
+    supported: dict[str, tuple[int, int]] | None = None,
+) -> None:
+    """ApiVersions v0-v4, answered from the registry (so it lists exactly what is
+    served), with the node's supported features and the cluster's finalized levels
+    (``features``: () -> (levels, epoch)). As Kafka (KAFKA-17492), v0-v3 omit supported
+    features whose minimum level is 0, which older clients cannot parse."""
 
     async def handle(ctx: RequestContext, request: Any) -> Any:
+        levels, epoch = features() if features is not None else ({}, -1)
         return ctx.respond(
             error_code=0,
             api_keys=server.api_version_ranges(),
             throttle_time=0,
-            supported_features=(),
-            finalized_features_epoch=-1,
-            finalized_features=(),
+            supported_features=[
+                {"name": name, "min_version": low, "max_version": high}
+                for name, (low, high) in sorted((supported or {}).items())
+                if low > 0 or ctx.api_version >= 4
+            ],
+            finalized_features_epoch=epoch,
+            finalized_features=[
+                {"name": name, "min_version_level": level, "max_version_level": level}
+                for name, level in sorted(levels.items())
+                if level > 0
+            ],
             zk_migration_ready=False,
         )
 
-    registry.register(API_VERSIONS_KEY, 0, 3, handle, owner="node")
+    registry.register(API_VERSIONS_KEY, 0, 4, handle, owner="node")

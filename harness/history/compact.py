@@ -1,8 +1,11 @@
 """Compaction: per-process JSON Lines -> one flat ``history.parquet`` (and metrics -> Parquet).
 
-Robust to partial runs: a truncated last line (crash mid-write) is dropped, an unparseable line
-is skipped (and counted), and an invocation line without its completion becomes an ``info``
-operation (unknown outcome) with ``complete_ns = null``.
+Robust to partial runs, strict about everything else (see :mod:`.jsonl`): a torn line (a
+writer killed mid-write) is skipped and *noted*; the notes travel in the Parquet file's
+metadata (:data:`NOTES_KEY`, :func:`parquet_notes`) so the verdict records them.  Any other bad
+line raises :class:`~.jsonl.CorruptLineError` naming the file and line, and nothing is written.
+An invocation line without its completion becomes an ``info`` operation (unknown outcome) with
+``complete_ns = null``.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ import io
 import json
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +23,15 @@ import pyarrow.compute as pc
 import pyarrow.json as pj
 import pyarrow.parquet as pq
 
+from .jsonl import (
+    CorruptLineError,
+    LineProblem,
+    check_fields,
+    check_value,
+    iter_objects,
+    read_bytes,
+    split_torn_tail,
+)
 from .run_dir import (
     FAULTS_JSONL,
     HISTORY_DIR,
@@ -34,57 +46,101 @@ from .schema import (
     METRIC_ARROW_SCHEMA,
     OP_ARROW_SCHEMA,
     OP_FIELDS,
+    EventType,
     Outcome,
     canonical_metric_name,
 )
 
 ROW_GROUP_SIZE = 1 << 20
+#: Parquet key-value metadata: the notes of the compaction that wrote the file (JSON list)
+NOTES_KEY = b"txnchaos.notes"
+
+_OP_SPEC = {f.name: (f.type, f.nullable) for f in OP_FIELDS}
+_ITEM_SPEC = {f.name: (f.type, True) for f in ITEM_FIELDS}
+_EVENT_TYPES = tuple(t.value for t in EventType)
+_OUTCOMES = tuple(o.value for o in Outcome)
 
 
 @dataclass
 class CompactionStats:
     files: int = 0
+    #: torn lines skipped (each has a note)
     lines_skipped: int = 0
     unfinished_ops: int = 0
     rows: int = 0
+    #: what was skipped, as ``FILE:LINE: ...`` sentences
+    notes: list[str] = field(default_factory=list)
+
+
+def check_op_line(obj: dict[str, Any]) -> None:
+    """One history line against the schema (:class:`LineProblem` naming the field)."""
+    check_fields(obj, _OP_SPEC)
+    if obj["type"] not in _EVENT_TYPES:
+        raise LineProblem(f"field 'type' should be an event type, got {obj['type']!r}")
+    outcome = obj.get("outcome")
+    if outcome is not None and outcome not in _OUTCOMES:
+        raise LineProblem(f"field 'outcome' should be ok, fail, info or null, got {outcome!r}")
+    items = obj.get("items")
+    check_value("items", items, list)
+    for i, item in enumerate(items or ()):
+        if not isinstance(item, dict):
+            raise LineProblem(f"items[{i}] should be an object, got {json.dumps(item)[:40]}")
+        for name, (kind, nullable) in _ITEM_SPEC.items():
+            check_value(f"items[{i}].{name}", item.get(name), kind, nullable=nullable)
+
+
+def _has_false(mask: pa.Array | pa.ChunkedArray) -> bool:
+    return pc.any(pc.invert(mask)).as_py() is True
+
+
+def _ops_valid(ops: pa.Table) -> bool:
+    """What the fast reader lets through that :func:`check_op_line` would not: text that is
+    not UTF-8, nulls in required fields or in ``items``, unknown event types and outcomes."""
+    try:
+        ops.validate(full=True)  # Arrow's JSON reader keeps invalid UTF-8 in strings
+    except pa.ArrowInvalid:
+        return False
+    if any(ops[f.name].null_count for f in OP_FIELDS if not f.nullable):
+        return False
+    if _has_false(pc.is_in(ops["type"], value_set=pa.array(_EVENT_TYPES))):
+        return False
+    outcome = ops["outcome"]
+    known = pc.or_kleene(pc.is_null(outcome), pc.is_in(outcome, value_set=pa.array(_OUTCOMES)))
+    if _has_false(known):
+        return False
+    return pc.list_flatten(ops["items"]).null_count == 0
 
 
 def _read_jsonl_ops(path: Path, stats: CompactionStats) -> pa.Table:
-    data = path.read_bytes()
-    cut = data.rfind(b"\n")
-    data = data[: cut + 1] if cut >= 0 else b""
-    if not data.strip():
+    before = len(stats.notes)
+    data = split_torn_tail(path, read_bytes(path), stats.notes)
+    if not data or data.isspace():  # (strip() would copy the whole file)
+        stats.lines_skipped += len(stats.notes) - before
         return OP_ARROW_SCHEMA.empty_table()
+    # fast path: Arrow's reader checks every type; what it lets through is checked after
     try:
-        return pj.read_json(
+        ops = pj.read_json(
             io.BytesIO(data),
             parse_options=pj.ParseOptions(
                 explicit_schema=OP_ARROW_SCHEMA, unexpected_field_behavior="ignore"
             ),
             read_options=pj.ReadOptions(block_size=1 << 24),
         ).select(OP_ARROW_SCHEMA.names)
+        if _ops_valid(ops):
+            stats.lines_skipped += len(stats.notes) - before
+            return ops
     except (pa.ArrowInvalid, pa.ArrowTypeError):
         pass
+    # slow path, line by line: finds the bad line and names it, or skips marked torn lines
     rows: list[dict[str, Any]] = []
-    for line in data.splitlines():
+    for number, obj in iter_objects(path, data, stats.notes):
         try:
-            obj = json.loads(line)
-            if not isinstance(obj, dict) or "process" not in obj or "op_id" not in obj:
-                raise ValueError("not an op line")
-            rows.append(obj)
-        except ValueError:
-            stats.lines_skipped += 1
-    try:
-        return pa.Table.from_pylist(rows, schema=OP_ARROW_SCHEMA)
-    except (pa.ArrowInvalid, pa.ArrowTypeError):
-        good = []
-        for r in rows:
-            try:
-                pa.Table.from_pylist([r], schema=OP_ARROW_SCHEMA)
-                good.append(r)
-            except (pa.ArrowInvalid, pa.ArrowTypeError):
-                stats.lines_skipped += 1
-        return pa.Table.from_pylist(good, schema=OP_ARROW_SCHEMA)
+            check_op_line(obj)
+        except LineProblem as e:
+            raise CorruptLineError(path, number, str(e)) from None
+        rows.append(obj)
+    stats.lines_skipped += len(stats.notes) - before
+    return pa.Table.from_pylist(rows, schema=OP_ARROW_SCHEMA)
 
 
 def _resolve_invocations(ops: pa.Table, stats: CompactionStats) -> pa.Table:
@@ -162,14 +218,40 @@ def sort_history(table: pa.Table) -> pa.Table:
     )
 
 
-def write_history_parquet(table: pa.Table, path: str | os.PathLike[str]) -> None:
-    table = table.cast(HISTORY_ARROW_SCHEMA)
+def _with_notes(table: pa.Table, notes: Iterable[str]) -> pa.Table:
+    notes = list(notes)
+    if not notes:
+        return table
+    meta = dict(table.schema.metadata or {})
+    meta[NOTES_KEY] = json.dumps(notes).encode()
+    return table.replace_schema_metadata(meta)
+
+
+def parquet_notes(path: str | os.PathLike[str]) -> list[str]:
+    """The notes the compaction that wrote ``path`` left in its metadata (torn lines
+    skipped); an empty list for a file without them."""
+    raw = (pq.read_schema(path).metadata or {}).get(NOTES_KEY)
+    if raw is None:
+        return []
+    try:
+        notes = json.loads(raw)
+    except ValueError:
+        return [f"{path}: unreadable compaction notes in its metadata"]
+    return [str(n) for n in notes] if isinstance(notes, list) else [str(notes)]
+
+
+def write_history_parquet(
+    table: pa.Table, path: str | os.PathLike[str], notes: Iterable[str] = ()
+) -> None:
+    table = _with_notes(table.cast(HISTORY_ARROW_SCHEMA), notes)
     tmp = Path(str(path) + ".tmp")
     pq.write_table(table, tmp, row_group_size=ROW_GROUP_SIZE, compression="snappy")
     tmp.replace(path)
 
 
 def read_history_jsonl(paths: Iterable[Path], stats: CompactionStats | None = None) -> pa.Table:
+    """Every history file, flattened and sorted; raises :class:`CorruptLineError` on a bad
+    line (torn lines are skipped and noted in ``stats``)."""
     stats = stats or CompactionStats()
     tables = []
     for p in paths:
@@ -182,54 +264,102 @@ def read_history_jsonl(paths: Iterable[Path], stats: CompactionStats | None = No
     return flat
 
 
-def compact_metrics(run_dir: str | os.PathLike[str]) -> Path | None:
-    """``metrics/*.jsonl`` -> ``metrics.parquet`` (canonical names, topic/partition lifted)."""
+_METRIC_SPEC = {
+    "time_ns": (pa.int64(), False),
+    "node": (pa.string(), True),
+    "name": (pa.string(), False),
+    "labels": (dict, True),
+    "value": (pa.float64(), False),
+}
+
+
+def _metric_row(obj: dict[str, Any], node: str) -> tuple[Any, ...]:
+    """One line of ``metrics/<node>.jsonl`` as a metrics row (:class:`LineProblem` if bad)."""
+    check_fields(obj, _METRIC_SPEC)
+    labels = obj.get("labels") or {}
+    for key, value in labels.items():
+        check_value(f"labels.{key}", value, pa.string())
+    part = labels.get("partition")
+    partition = None
+    if part is not None:
+        try:
+            partition = int(part)
+            check_value("labels.partition", partition, pa.int32())
+        except (ValueError, LineProblem):
+            problem = f"label 'partition' should be a partition number, got {part!r}"
+            raise LineProblem(problem) from None
+    return (
+        obj["time_ns"],
+        obj.get("node") or node,
+        canonical_metric_name(obj["name"]),
+        labels.get("topic"),
+        partition,
+        json.dumps(labels, separators=(",", ":"), sort_keys=True) if labels else None,
+        float(obj["value"]),  # NaN and infinities are legitimate Prometheus values
+    )
+
+
+def compact_metrics(run_dir: str | os.PathLike[str], notes: list[str] | None = None) -> Path | None:
+    """``metrics/*.jsonl`` -> ``metrics.parquet`` (canonical names, topic/partition lifted).
+    Raises :class:`CorruptLineError` on a bad line; torn lines are skipped, noted in ``notes``
+    and in the file's metadata."""
     root = Path(run_dir)
     files = sorted((root / METRICS_DIR).glob("*.jsonl"))
     if not files:
         return None
     cols: dict[str, list[Any]] = {f.name: [] for f in METRIC_ARROW_SCHEMA}
-    names: dict[str, str] = {}
+    found: list[str] = []
     for path in files:
-        for line in path.read_bytes().splitlines():
+        for number, obj in iter_objects(path, read_bytes(path), found):
             try:
-                s = json.loads(line)
-                raw = str(s["name"])
-                labels = s.get("labels") or {}
-                part = labels.get("partition")
-                row = (
-                    int(s["time_ns"]),
-                    str(s.get("node") or path.stem),
-                    names.setdefault(raw, canonical_metric_name(raw)),
-                    labels.get("topic"),
-                    int(part) if part is not None else None,
-                    json.dumps(labels, separators=(",", ":"), sort_keys=True) if labels else None,
-                    float(s["value"]),
-                )
-            except (ValueError, KeyError, TypeError):
-                continue
+                row = _metric_row(obj, path.stem)
+            except LineProblem as e:
+                raise CorruptLineError(path, number, str(e)) from None
             for name, v in zip(cols, row, strict=True):
                 cols[name].append(v)
-    table = pa.table(cols, schema=METRIC_ARROW_SCHEMA)
+    table = _with_notes(pa.table(cols, schema=METRIC_ARROW_SCHEMA), found)
     out = root / METRICS_PARQUET
     tmp = Path(str(out) + ".tmp")
     pq.write_table(table, tmp)
     tmp.replace(out)
+    if notes is not None:
+        notes.extend(found)
     return out
+
+
+_FAULT_TABLE_SPEC = {
+    "start_ns": (pa.int64(), False),
+    "end_ns": (pa.int64(), True),
+    "target": (pa.string(), True),
+    "kind": (pa.string(), True),
+    "detail": (pa.string(), True),
+}
+_FAULT_LOG_SPEC = {
+    "kind": (pa.string(), False),
+    "start": (pa.float64(), False),
+    "end": (pa.float64(), True),
+    "link": (pa.string(), True),
+    "target": (dict, True),
+    "params": (dict, True),
+}
+
+
+def _seconds_ns(name: str, seconds: float) -> int:
+    try:
+        return int(seconds * 1e9)
+    except (OverflowError, ValueError):
+        raise LineProblem(f"field {name!r} should be a time in seconds, got {seconds}") from None
 
 
 def _fault_row(obj: dict[str, Any]) -> dict[str, Any]:
     """One line of ``faults.jsonl`` (written by ``harness/faults/fault_log.py``: times in
     float seconds, ``target`` and ``params`` objects) as a row of the fault table.
-    Lines already in the table's own shape (``start_ns``...) are taken as they are."""
+    Lines already in the table's own shape (``start_ns``...) are taken as they are.
+    :class:`LineProblem` when a field is missing or of the wrong type."""
     if "start_ns" in obj:
-        return {
-            "start_ns": int(obj["start_ns"]),
-            "end_ns": None if obj.get("end_ns") is None else int(obj["end_ns"]),
-            "target": obj.get("target"),
-            "kind": obj.get("kind"),
-            "detail": obj.get("detail"),
-        }
+        check_fields(obj, _FAULT_TABLE_SPEC)
+        return {name: obj.get(name) for name in _FAULT_TABLE_SPEC}
+    check_fields(obj, _FAULT_LOG_SPEC)
     target = obj.get("target") or {}
     link = obj.get("link")
     if link:
@@ -243,32 +373,40 @@ def _fault_row(obj: dict[str, Any]) -> dict[str, Any]:
     detail = {"target": target, "params": obj.get("params") or {}}
     end = obj.get("end")
     return {
-        "start_ns": int(float(obj["start"]) * 1e9),
-        "end_ns": None if end is None else int(float(end) * 1e9),
+        "start_ns": _seconds_ns("start", obj["start"]),
+        "end_ns": None if end is None else _seconds_ns("end", end),
         "target": summary,
-        "kind": obj.get("kind"),
+        "kind": obj["kind"],
         "detail": json.dumps(detail, sort_keys=True, separators=(",", ":"), default=str),
     }
 
 
-def read_faults(run_dir: str | os.PathLike[str]) -> pa.Table:
+def read_faults(run_dir: str | os.PathLike[str], notes: list[str] | None = None) -> pa.Table:
+    """``faults.jsonl`` as the fault table (empty without the file).  Raises
+    :class:`CorruptLineError` on a bad line; a torn final line is skipped and noted in
+    ``notes``."""
     path = Path(run_dir) / FAULTS_JSONL
     rows = []
+    found: list[str] = []
     if path.exists():
-        for line in path.read_bytes().splitlines():
+        for number, obj in iter_objects(path, read_bytes(path), found):
             try:
-                rows.append(_fault_row(json.loads(line)))
-            except (ValueError, KeyError, TypeError, AttributeError):
-                continue
+                rows.append(_fault_row(obj))
+            except LineProblem as e:
+                raise CorruptLineError(path, number, str(e)) from None
+    if notes is not None:
+        notes.extend(found)
     return pa.Table.from_pylist(rows, schema=FAULT_ARROW_SCHEMA)
 
 
 def compact_to_parquet(run_dir: str | os.PathLike[str]) -> CompactionStats:
     """Compact ``history/*.jsonl`` into ``history.parquet`` and ``metrics/*.jsonl`` into
-    ``metrics.parquet``.  Idempotent: re-running rewrites both from the JSON Lines."""
+    ``metrics.parquet``.  Idempotent: re-running rewrites both from the JSON Lines.  Raises
+    :class:`CorruptLineError` (and writes nothing more) at the first bad line; the notes of
+    torn lines skipped are in the returned stats and in each file's metadata."""
     root = Path(run_dir)
     stats = CompactionStats()
     table = read_history_jsonl(sorted((root / HISTORY_DIR).glob("*.jsonl")), stats)
-    write_history_parquet(table, root / HISTORY_PARQUET)
-    compact_metrics(root)
+    write_history_parquet(table, root / HISTORY_PARQUET, stats.notes)
+    compact_metrics(root, stats.notes)
     return stats

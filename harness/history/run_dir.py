@@ -6,11 +6,15 @@ it say ``unknown`` when it is absent)::
     RUN_DIR/
       run.json*             {"schema_version": 1, "scenario": str, "seed": int,
                              "started_ns": int, "ended_ns": int | null,
+                             "workload_started_ns": int,  # what schedule.json's `at` counts from
                              "cluster_kind": "local" | "docker" | "external",
                              "transaction_timeout_ms": int,      # producers' transaction.timeout.ms
                              "transaction_max_timeout_ms": int,  # broker transaction.max.timeout.ms
                              "metrics_supported": bool,          # does the cluster expose /metrics
                              "complete": bool}                   # false/absent: crashed or Ctrl-C
+      schedule.json         the nemesis schedule: [{"at" (s after the workload started), "kind",
+                             "duration", "node", "rule", "client", "origin"}]; a proxy rule made
+                            from action i has the id "action-<i>" (so its fault-log lines name it)
       history/<process>.jsonl*   append-only JSON Lines, one file per process (schema.py)
       history.parquet*      the compacted, flat history (``compact_to_parquet``); either this or
                             history/*.jsonl must exist: analysis compacts on demand
@@ -79,6 +83,8 @@ class RunDir:
     metrics_parquet: Path | None
     metrics_jsonl: tuple[Path, ...]
     final_state: dict[str, Any] | None
+    #: what reading it skipped (torn lines), as ``FILE:LINE: ...`` sentences for the verdict
+    notes: tuple[str, ...] = ()
 
     @property
     def transaction_max_timeout_ms(self) -> int:
@@ -102,8 +108,54 @@ def _read_json(path: Path, what: str) -> Any:
         return json.loads(path.read_text(encoding="utf-8"))
     except OSError as e:
         raise RunDirError(f"{what} ({path}) cannot be read: {e}") from e
+    except UnicodeDecodeError as e:
+        raise RunDirError(f"{what} ({path}) is not UTF-8 text (byte {e.start})") from e
     except json.JSONDecodeError as e:
         raise RunDirError(f"{what} ({path}) is not valid JSON: {e}") from e
+
+
+#: run.json fields the analysis reads, and their JSON types (each may be absent or null)
+_INFO_TYPES: dict[str, type] = {
+    "started_ns": int,
+    "ended_ns": int,
+    "transaction_timeout_ms": int,
+    "transaction_max_timeout_ms": int,
+    "metrics_supported": bool,
+    "complete": bool,
+}
+#: final_state.json: the fields the checkers read in each entry of its lists
+_PARTITION_TYPES: dict[str, type] = {
+    "topic": str,
+    "partition": int,
+    "lso": int,
+    "high_watermark": int,
+    "log_start_offset": int,
+}
+_OPEN_TXN_TYPES: dict[str, type] = {
+    "topic": str,
+    "partition": int,
+    "producer_id": int,
+    "start_ns": int,
+}
+_COORDINATOR_TXN_TYPES: dict[str, type] = {"state": str, "producer_id": int, "start_ns": int}
+
+
+def _check_types(obj: dict[str, Any], types: dict[str, type], where: str) -> None:
+    """Each field of ``types`` in ``obj`` is absent, null or of its JSON type (a bool is no
+    integer here, though Python says so)."""
+    for key, kind in types.items():
+        value = obj.get(key)
+        if value is None:
+            continue
+        if isinstance(value, bool) != (kind is bool) or not isinstance(value, kind):
+            want = {bool: "true or false", int: "an integer", str: "a string"}[kind]
+            shown = json.dumps(value)
+            shown = shown if len(shown) <= 40 else shown[:37] + "..."
+            raise RunDirError(f"{where}: field {key!r} should be {want}, got {shown}")
+
+
+def _validate_info(info: dict[str, Any], path: Path) -> None:
+    _check_types(info, _INFO_TYPES, str(path))
 
 
 def _validate_final_state(state: Any, path: Path) -> dict[str, Any]:
@@ -112,14 +164,16 @@ def _validate_final_state(state: Any, path: Path) -> dict[str, Any]:
     parts = state.get("partitions")
     if not isinstance(parts, list):
         raise RunDirError(f"final state ({path}) has no 'partitions' list")
+    _check_types(state, {"captured_ns": int}, f"final state ({path})")
     for i, p in enumerate(parts):
         missing = [
             k
             for k in ("topic", "partition", "lso", "high_watermark", "log_start_offset")
-            if not isinstance(p, dict) or k not in p
+            if not isinstance(p, dict) or p.get(k) is None
         ]
         if missing:
             raise RunDirError(f"final state ({path}): partitions[{i}] lacks {', '.join(missing)}")
+        _check_types(p, _PARTITION_TYPES, f"final state ({path}): partitions[{i}]")
     if not isinstance(state.get("open_transactions", []), list):
         raise RunDirError(f"final state ({path}): 'open_transactions' must be a list")
     coord = state.get("coordinator_transactions")
@@ -127,6 +181,14 @@ def _validate_final_state(state: Any, path: Path) -> dict[str, Any]:
         raise RunDirError(
             f"final state ({path}): 'coordinator_transactions' must be a list or null"
         )
+    for key, types in (
+        ("open_transactions", _OPEN_TXN_TYPES),
+        ("coordinator_transactions", _COORDINATOR_TXN_TYPES),
+    ):
+        for i, entry in enumerate(state.get(key) or ()):
+            if not isinstance(entry, dict):
+                raise RunDirError(f"final state ({path}): {key}[{i}] must be a JSON object")
+            _check_types(entry, types, f"final state ({path}): {key}[{i}]")
     return state
 
 
@@ -143,6 +205,7 @@ def open_run_dir(path: str | os.PathLike[str]) -> RunDir:
     info = _read_json(run_json, "run.json")
     if not isinstance(info, dict):
         raise RunDirError(f"{run_json} must hold a JSON object")
+    _validate_info(info, run_json)
     version = info.get("schema_version", SCHEMA_VERSION)
     if version != SCHEMA_VERSION:
         raise RunDirError(

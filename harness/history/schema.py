@@ -8,6 +8,9 @@ One definition (``OP_FIELDS`` + ``ITEM_FIELDS``) produces every physical form:
   line of the same ``(process, op_id)`` repeats the op fields and adds the outcome, completion time
   and result items.  An invocation without a completion (the process crashed, or the harness was
   interrupted) compacts to ``outcome = "info"`` with ``complete_ns = null``: its effect is unknown.
+  A writer killed mid-write leaves a torn last line; a writer resuming the file after it ends
+  the fragment and adds the line ``{"torn_line_above": true}``.  Torn lines are skipped with a
+  note, any other bad line fails the compaction (``jsonl.py``).
 * **Parquet** (``history.parquet``), the compacted, *flat* form the analysis reads: one row per
   item, the op fields repeated on each of its items (``item`` = index within the op); an op with no
   items is one row with null item fields.  Parquet's dictionary/RLE encoding makes the repetition

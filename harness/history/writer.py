@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .jsonl import TORN_LINE_MARKER
 from .schema import ITEM_FIELDS, OP_FIELDS, EventType, Outcome
 
 _ITEM_KEYS = tuple(f.name for f in ITEM_FIELDS)
@@ -166,8 +167,10 @@ class HistoryWriter:
         """Append to an existing process history (e.g. a crashed process's, on its behalf).
 
         Continues ``op_id`` after the largest one in the file and terminates a truncated last
-        line (a crash mid-write) so the next line starts cleanly; compaction skips the
-        fragment.  Added for the workload's crash faults; backward compatible.
+        line (a crash mid-write) so the next line starts cleanly: the fragment gets its newline
+        and, when it does not parse, a :data:`~.jsonl.TORN_LINE_MARKER` line after it, so
+        compaction knows it for a torn line (skipped with a note), not garbage.  Added for the
+        workload's crash faults; backward compatible.
         """
         path = Path(run_dir) / "history" / f"{process}.jsonl"
         last = -1
@@ -179,8 +182,13 @@ class HistoryWriter:
                 except (ValueError, KeyError, TypeError):
                     continue
             if data and not data.endswith(b"\n"):
+                tail = data[data.rfind(b"\n") + 1 :]
                 with path.open("ab") as fh:
                     fh.write(b"\n")
+                    try:
+                        json.loads(tail)
+                    except ValueError:  # torn mid-write (UnicodeDecodeError is one too)
+                        fh.write(json.dumps(TORN_LINE_MARKER).encode() + b"\n")
         w = cls(run_dir, process, **kwargs)
         w._next_op = last + 1
         return w

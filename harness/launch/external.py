@@ -11,7 +11,8 @@ has its link (and appears in ``nodes``) before the workload starts.
 
 No node faults (``capabilities`` is empty): kill/pause/restart raise
 :class:`~.errors.UnsupportedFault`. Metrics endpoints are unknown unless given
-(``ExternalLauncher(metrics={node_id: url})``). ``ClusterSpec`` sizes and settings are
+(``ExternalLauncher(metrics={node_id: url})``: ``txnchaos run --metrics-url NODE=URL`` or the
+scenario's ``cluster.metrics``). ``ClusterSpec`` sizes and settings are
 ignored (the cluster exists); ``proxied`` is always on for the client side, and
 node-to-node links are not proxied (the harness cannot reconfigure the nodes).
 """

@@ -268,15 +268,24 @@ class LocalCluster:
     @classmethod
     def from_state(cls, state_file: Path) -> LocalCluster:
         try:
-            state = json.loads(state_file.read_text())
-        except (OSError, ValueError) as exc:
-            raise LaunchError(f"cannot read state file {state_file}: {exc}") from exc
+            state = json.loads(state_file.read_text(encoding="utf-8"))
+        except OSError as exc:
+            problem = exc.strerror or str(exc)
+            raise LaunchError(f"cannot read state file {state_file}: {problem}") from exc
+        except ValueError as exc:  # not JSON, or not UTF-8 text
+            raise LaunchError(f"state file {state_file} is not JSON: {exc}") from exc
+        nodes = _check_state(state, state_file)
         data_dir = Path(state["data_dir"])
         layout = ClusterLayout.require(data_dir)
         cluster = cls(data_dir, layout)
-        for n in state.get("nodes", []):
+        for i, n in enumerate(nodes):
             cluster.pids[n["id"]] = n.get("pid")
-            addressing = NodeAddressing.from_state(n)
+            try:
+                addressing = NodeAddressing.from_state(n)
+            except (ValueError, TypeError, AttributeError) as exc:
+                raise LaunchError(
+                    f"state file {state_file}: nodes[{i}] has unreadable proxy addresses ({exc})"
+                ) from exc
             if addressing is not None:
                 cluster.addressing[n["id"]] = addressing
         return cluster
@@ -534,6 +543,29 @@ class LocalCluster:
     def write_state(self, state_file: Path) -> None:
         state_file.parent.mkdir(parents=True, exist_ok=True)
         _atomic_write(state_file, self.state())
+
+
+def _check_state(state: Any, state_file: Path) -> list[dict[str, Any]]:
+    """The node entries of a state file's document, after checking the fields read from it
+    (a :class:`LaunchError` naming the file and field otherwise)."""
+    what = f"state file {state_file}"
+    if not isinstance(state, dict) or not isinstance(state.get("data_dir"), str):
+        raise LaunchError(
+            f"{what} has no 'data_dir' string: it is not what `cluster up --state` writes"
+        )
+    nodes = state.get("nodes", [])
+    if not isinstance(nodes, list):
+        raise LaunchError(f"{what}: 'nodes' should be a list")
+    for i, n in enumerate(nodes):
+        if not isinstance(n, dict) or not _is_int(n.get("id")):
+            raise LaunchError(f"{what}: nodes[{i}] should be an object with an integer 'id'")
+        if n.get("pid") is not None and not _is_int(n["pid"]):
+            raise LaunchError(f"{what}: nodes[{i}].pid should be an integer or null")
+    return nodes
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _read_addressing(path: Path) -> NodeAddressing | None:

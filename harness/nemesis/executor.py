@@ -34,8 +34,13 @@ _CRASH_TARGETS = {
     "crash_producer": (
         ("transactional_producer", "before-commit"),
         ("idempotent_producer", "before-ack"),
+        ("tv2_producer", "before-commit"),
     ),
-    "crash_consumer": (("read_committed_consumer", "in-poll"), ("eos_copier", "in-poll")),
+    "crash_consumer": (
+        ("read_committed_consumer", "in-poll"),
+        ("eos_copier", "in-poll"),
+        ("tv2_copier", "in-poll"),
+    ),
 }
 
 
@@ -121,7 +126,9 @@ class NemesisExecutor:
         if kind in PROXY_KINDS:
             if self.handle.fleet is None:
                 raise RuntimeError("this cluster runs without fault proxies")
-            rule = self.handle.fleet.add_rule(parse_rule({**fault.rule, "kind": kind}))
+            # the rule id names the action, so the report groups its records under it
+            rule_fields = {"id": f"action-{index}", **fault.rule, "kind": kind}
+            rule = self.handle.fleet.add_rule(parse_rule(rule_fields))
             self._activate(index, fault, started, rule.id, f"{kind} on {fault.rule.get('link')}")
         elif kind in NODE_KINDS:
             assert fault.node is not None
@@ -192,7 +199,7 @@ class NemesisExecutor:
                 time.time(),
                 link=None,
                 target={"client": client.process},
-                params={"hold": hold, "at": detail},
+                params={"hold": hold, "at": detail, "action": index},
             )
         except Exception as exc:
             message = f"{fault.kind} ({client.process}): {exc}"

@@ -28,17 +28,19 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 
 from ..capture.final_state import capture_final_state
 from ..capture.metrics_scraper import MetricsScraper
 from ..capture.offsets_sampler import OffsetsSampler
 from ..history.compact import compact_to_parquet
-from ..history.run_dir import DEFAULT_TRANSACTION_MAX_TIMEOUT_MS, write_run_info
+from ..history.run_dir import DEFAULT_TRANSACTION_MAX_TIMEOUT_MS, RunDirError, write_run_info
 from ..launch.base import KILL, PAUSE, RESTART, ClusterHandle, ClusterSpec
 from ..launch.registry import get_launcher
 from ..nemesis.executor import NemesisExecutor
 from ..nemesis.schedule import Targets, build_schedule
 from ..workload.final_read import final_read, list_ends
+from ..workload.web import read_web_url
 from .progress import Progress
 from .scenario import Scenario
 
@@ -54,10 +56,15 @@ class RunOptions:
     seed: int | None = None
     launcher: str | None = None
     bootstrap: str | None = None
+    #: an external cluster's /metrics URL per node id (replaces the scenario's cluster.metrics)
+    metrics: dict[int, str] | None = None
     duration: float | None = None
     out: Path | None = None
     analyze: bool = True
     web: bool = False
+    web_host: str = "127.0.0.1"
+    #: None: the workload process binds a free port
+    web_port: int | None = None
 
 
 @dataclass
@@ -86,6 +93,7 @@ class Orchestrator:
         self.duration = options.duration or scenario.duration
         self.launcher = options.launcher or scenario.cluster.launcher
         self.bootstrap = options.bootstrap or scenario.cluster.bootstrap
+        self.metrics_urls = dict(options.metrics or scenario.cluster.metrics)
         self.run_dir = (options.out or default_run_dir(scenario, self.seed)).resolve()
         self.state = RunState()
         self.progress = Progress(console, self.duration)
@@ -122,7 +130,9 @@ class Orchestrator:
             signal.signal(signal.SIGTERM, previous)
             self._cleanup()
             self._write_info(complete=complete, failure=failure, interrupted=interrupted)
-            self._compact()
+            compacted = self._compact()
+        if not compacted:
+            return EXIT_HARNESS_FAILED  # the history cannot be judged (the message said why)
         if not complete:
             self.console.print(
                 f"partial run directory kept at {self.run_dir} "
@@ -138,7 +148,9 @@ class Orchestrator:
         scenario = self.scenario
         st = self.state
         with self.progress.phase("starting the cluster"):
-            options = {"bootstrap": self.bootstrap} if self.launcher == "external" else {}
+            options: dict[str, Any] = {}
+            if self.launcher == "external":
+                options = {"bootstrap": self.bootstrap, "metrics": self.metrics_urls}
             launcher = get_launcher(self.launcher, **options)
             st.handle = launcher.start(
                 ClusterSpec(
@@ -174,6 +186,8 @@ class Orchestrator:
         with self.progress.phase("starting the workload"):
             st.workload = self._start_workload(handle.bootstrap)
             origin = time.monotonic()
+            # schedule.json counts from here: the report places its actions by it
+            self.state.info["workload_started_ns"] = time.time_ns()
             st.sampler = OffsetsSampler(self.run_dir, handle.bootstrap, self.partitions)
             st.nemesis = NemesisExecutor(
                 schedule,
@@ -224,11 +238,12 @@ class Orchestrator:
             str(self.run_dir / "workload-stats.jsonl"),
         ]
         if self.options.web:
-            from ..workload.runner import free_port
-
-            port = free_port()
-            cmd += ["--web", "--web-port", str(port)]
-            self.console.print(f"locust web UI: http://127.0.0.1:{port}")
+            # The workload process binds the UI and writes its URL; importing locust here to
+            # pick a port would monkey-patch this process, whose threads already run.
+            cmd += ["--web", "--web-host", self.options.web_host]
+            cmd += ["--web-url-file", str(self._web_url_file())]
+            if self.options.web_port:
+                cmd += ["--web-port", str(self.options.web_port)]
         log_file = open(self.run_dir / "logs" / "workload.log", "ab")  # noqa: SIM115
         try:
             return subprocess.Popen(
@@ -243,6 +258,7 @@ class Orchestrator:
         stats_path = self.run_dir / "workload-stats.jsonl"
         with self.progress.live("workload and nemesis") as live:
             while st.workload.poll() is None:
+                self._announce_web_ui()
                 live.update(
                     elapsed=time.monotonic() - origin,
                     stats=_last_json_line(stats_path),
@@ -277,6 +293,19 @@ class Orchestrator:
             "(the analysis will judge them)[/]"
         )
 
+    def _web_url_file(self) -> Path:
+        return self.run_dir / "logs" / "web-ui.url"
+
+    def _announce_web_ui(self) -> None:
+        """Print the web UI's URL (and keep it in run.json) once the workload serves it."""
+        if not self.options.web or "web_ui" in self.state.info:
+            return
+        url = read_web_url(self._web_url_file())
+        if url is not None:
+            self.state.info["web_ui"] = url
+            self._write_info(complete=False)
+            self.console.print(f"locust web UI: {url}")
+
     # ---- bookkeeping ---------------------------------------------------------------
     def _cleanup(self) -> None:
         st = self.state
@@ -298,11 +327,23 @@ class Orchestrator:
             except Exception:
                 log.error("cleanup step failed\n%s", traceback.format_exc())
 
-    def _compact(self) -> None:
+    def _compact(self) -> bool:
+        """Compact the history and metrics to Parquet; False (said on the console) when a
+        corrupt line makes the run unjudgeable."""
         try:
-            compact_to_parquet(self.run_dir)
+            stats = compact_to_parquet(self.run_dir)
+        except RunDirError as exc:  # a corrupt line: the analysis would refuse the run too
+            log.error("compaction failed: %s", exc)
+            self.console.print(f"[red]the history cannot be compacted:[/] {escape(str(exc))}")
+            return False
         except Exception:
             log.error("compaction failed\n%s", traceback.format_exc())
+            self.console.print("[red]compaction failed[/] (see logs/harness.log)")
+            return False
+        for note in stats.notes:
+            log.info("compaction: %s", note)
+            self.console.print(f"[yellow]note:[/] {escape(note)}")
+        return True
 
     def _write_info(self, **extra: Any) -> None:
         max_timeout = self.scenario.cluster.settings.get(
@@ -317,7 +358,8 @@ class Orchestrator:
             "cluster_kind": self.launcher,
             "transaction_timeout_ms": self.scenario.transaction_timeout_ms(),
             "transaction_max_timeout_ms": int(max_timeout),
-            "metrics_supported": self.launcher != "external",
+            # an external cluster's metrics are known when the run was given their URLs
+            "metrics_supported": self.launcher != "external" or bool(self.metrics_urls),
             "expect": self.scenario.expect.model_dump(),
             **{k: v for k, v in self.state.info.items() if k != "started_ns"},
             **extra,

@@ -23,12 +23,14 @@ Shape::
     expect:
       verdict: valid                 # what a correct cluster gives (invalid: a bug repro)
 
-Every model forbids unknown keys; :func:`load_scenario` reports every problem with
-the path of the field (``cluster.brokers: Input should be greater than or equal to 1``).
+Every model forbids unknown keys; :func:`load_scenario` reports every problem, on one line,
+with the path of the field and the value found (``cluster.brokers: Input should be greater
+than or equal to 1 (got 0)``).
 """
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any, Literal
 
@@ -43,11 +45,12 @@ from pydantic import (
 )
 
 from ...cluster.cpu_placement import parse_cpu_list
+from ..launch.metrics_urls import metrics_url_problem
 from ..nemesis.schedule import NemesisConfig
 from ..workload.config import WorkloadConfig
 
-CRASHABLE_PRODUCERS = {"transactional_producer", "idempotent_producer"}
-CRASHABLE_CONSUMERS = {"read_committed_consumer", "eos_copier"}
+CRASHABLE_PRODUCERS = {"transactional_producer", "idempotent_producer", "tv2_producer"}
+CRASHABLE_CONSUMERS = {"read_committed_consumer", "eos_copier", "tv2_copier"}
 
 
 class ScenarioError(ValueError):
@@ -64,12 +67,26 @@ class ClusterConfig(_Model):
     coordinators: int = Field(default=1, ge=0, le=16)
     proxied: bool = True
     bootstrap: str | None = None
+    metrics: dict[int, str] = Field(
+        default_factory=dict,
+        description="an external cluster's Prometheus /metrics URL per node id (--metrics-url "
+        "overrides): the harness scrapes them and the metrics checker judges them",
+    )
     settings: dict[str, str | int | bool] = Field(default_factory=dict)
     cpus: str | None = Field(
         default=None,
         description="run every node on these CPUs, batch-scheduled (a CPU list such as 1 or "
         "0-1,4; see `cluster up --cpus`); the docker launcher also sets the containers' cpuset",
     )
+
+    @field_validator("metrics")
+    @classmethod
+    def _metrics_urls(cls, value: dict[int, str]) -> dict[int, str]:
+        for node, url in value.items():
+            problem = metrics_url_problem(node, url)
+            if problem:
+                raise ValueError(problem)
+        return value
 
     @field_validator("cpus")
     @classmethod
@@ -126,6 +143,8 @@ class Scenario(_Model):
             )
         if self.cluster.launcher == "external" and not self.cluster.proxied:
             raise ValueError("cluster.proxied: an external cluster is always proxied")
+        if self.cluster.metrics and self.cluster.launcher != "external":
+            raise ValueError("cluster.metrics: only an external cluster's metrics URLs are given")
         if self.cluster.cpus is not None and self.cluster.launcher == "external":
             raise ValueError("cluster.cpus: an external cluster's nodes are not the harness's")
         return self
@@ -136,29 +155,67 @@ class Scenario(_Model):
         return max(timeouts, default=0) or 60_000
 
 
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
 def _format(err: ValidationError) -> str:
-    lines = []
+    """Every problem on one line: ``path: message (got value)``, separated by ``; ``."""
+    problems = []
     for e in err.errors():
         path = ".".join(str(p) for p in e["loc"]) or "(top level)"
-        lines.append(f"  {path}: {e['msg']}")
-    return "\n".join(lines)
+        value = e.get("input")
+        got = f" (got {_shown(value)})" if isinstance(value, str | int | float | bool) else ""
+        problems.append(f"{path}: {e['msg']}{got}")
+    return "; ".join(problems)
+
+
+def _non_finite(data: Any, path: str = "") -> str | None:
+    """The path of the first NaN or infinity in ``data`` (YAML's .nan/.inf), or None: no
+    duration, rate or timeout is meaningful as one, and some checks compare them away."""
+    if isinstance(data, float) and not math.isfinite(data):
+        return path or "(top level)"
+    items: Any = ()
+    if isinstance(data, dict):
+        items = data.items()
+    elif isinstance(data, list):
+        items = enumerate(data)
+    for key, value in items:
+        found = _non_finite(value, f"{path}.{key}" if path else str(key))
+        if found is not None:
+            return found
+    return None
 
 
 def parse_scenario(data: Any, source: str = "scenario") -> Scenario:
     if not isinstance(data, dict):
         raise ScenarioError(f"{source}: a scenario is a YAML mapping, got {type(data).__name__}")
     try:
+        bad = _non_finite(data)
+        if bad is not None:
+            raise ScenarioError(f"{source} is invalid: {bad}: a finite number is needed")
         return Scenario.model_validate(data)
     except ValidationError as err:
-        raise ScenarioError(f"{source} is invalid:\n{_format(err)}") from None
+        raise ScenarioError(f"{source} is invalid: {_format(err)}") from None
+    except RecursionError:  # a YAML alias inside itself (&a [*a]) or absurd nesting
+        problem = "it refers to itself or nests too deeply"
+        raise ScenarioError(f"{source} is invalid: {problem}") from None
 
 
 def load_scenario(path: str | Path) -> Scenario:
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        raw = path.read_bytes()
     except OSError as exc:
         raise ScenarioError(f"cannot read scenario {path}: {exc.strerror or exc}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ScenarioError(
+            f"{path} is not a YAML text file: byte 0x{raw[exc.start]:02x} at offset {exc.start} "
+            "is not UTF-8"
+        ) from None
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
@@ -166,4 +223,6 @@ def load_scenario(path: str | Path) -> Scenario:
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = getattr(exc, "problem", None) or str(exc)
         raise ScenarioError(f"{path} is not valid YAML{where}: {problem}") from None
+    except RecursionError:  # deeply nested flow collections
+        raise ScenarioError(f"{path} is not valid YAML: nested too deeply") from None
     return parse_scenario(data, str(path))

@@ -152,8 +152,34 @@ class EOSCopierSpec(_UserSpec):
         return self
 
 
+#: ``transaction.version`` our producer uses: None follows the cluster's finalized feature
+#: (TV2 where the cluster offers it, the old protocol where it does not); 0, 1 or 2 forces it.
+TransactionVersion = Annotated[int | None, Field(ge=0, le=2)]
+
+
+class Tv2ProducerSpec(TransactionalProducerSpec):
+    """A transactional producer on our own client (``harness/clients``), which speaks
+    KIP-890's new protocol (TV2). Same parameters as ``transactional_producer`` (``client_config``
+    is not used: it holds librdkafka properties), plus ``transaction_version``."""
+
+    kind: Literal["tv2_producer"] = "tv2_producer"  # type: ignore[assignment]
+    transaction_version: TransactionVersion = None
+
+
+class Tv2CopierSpec(EOSCopierSpec):
+    """An ``eos_copier`` whose producer is our own client (its consumer stays confluent-kafka)."""
+
+    kind: Literal["tv2_copier"] = "tv2_copier"  # type: ignore[assignment]
+    transaction_version: TransactionVersion = None
+
+
 UserSpec = Annotated[
-    TransactionalProducerSpec | IdempotentProducerSpec | ReadCommittedConsumerSpec | EOSCopierSpec,
+    TransactionalProducerSpec
+    | IdempotentProducerSpec
+    | ReadCommittedConsumerSpec
+    | EOSCopierSpec
+    | Tv2ProducerSpec
+    | Tv2CopierSpec,
     Field(discriminator="kind"),
 ]
 
@@ -163,6 +189,8 @@ KIND_PREFIX: dict[str, str] = {
     "idempotent_producer": "idem-producer",
     "read_committed_consumer": "consumer",
     "eos_copier": "copier",
+    "tv2_producer": "tv2-producer",
+    "tv2_copier": "tv2-copier",
 }
 
 

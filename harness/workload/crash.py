@@ -29,6 +29,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ..history.run_dir import HISTORY_DIR
 from ..history.schema import EventType, Outcome
 from ..history.writer import HistoryWriter
 from .config import WorkloadConfig, load_workload
@@ -78,6 +79,12 @@ class CrashableClient:
         self.index = index or 0
         self.python = python
         self.log_path = Path(log_path) if log_path else None
+        # Claim the name on disk now: the child creates its history file only once it has
+        # started (seconds on a loaded machine), and a workload process allocating names
+        # meanwhile (NameAllocator skips existing files) would otherwise take the same one.
+        claimed = self.run_dir / HISTORY_DIR / f"{self.process}.jsonl"
+        claimed.parent.mkdir(parents=True, exist_ok=True)
+        claimed.touch()
         self.proc: subprocess.Popen[str] | None = None
         self._lines: queue.Queue[str | None] = queue.Queue()
         self.killed_ns: int | None = None

@@ -1,12 +1,15 @@
 """Run the workload with locust as a library: headless with live stats, ``--web``, distributed.
 
 IMPORT ORDER: this module imports locust first, and locust monkey-patches the process with
-gevent (sockets, threading, time.sleep, subprocess).  Import it before anything that creates
-threads or sockets (the orchestrator's entry point should ``import
-txnchaos.harness.workload.runner`` at its very top).  Afterwards ``time.sleep`` in the caller
-yields to the users' greenlets, so an orchestrator can simply sleep while the workload runs.
+gevent (sockets, threading, time.sleep, subprocess).  Import it only at the very top of a
+process of its own, before anything creates threads or sockets: patched into a process whose
+threads already run, gevent breaks their bookkeeping (``KeyError`` in ``threading._delete``)
+and the import locks (``cannot release un-acquired lock``).  ``txnchaos run`` therefore
+starts ``python -m txnchaos.harness.workload.runner`` and never imports this module (nor
+anything locust); what both sides need about the web UI is in the locust-free :mod:`.web`.
+Afterwards ``time.sleep`` in the caller yields to the users' greenlets.
 
-Orchestrator API::
+Library API (in a process of its own)::
 
     wl = WorkloadRunner(config, run_dir, bootstrap, seed=7)   # config: WorkloadConfig or dict
     wl.start()                  # creates topics, spawns users (returns at once)
@@ -37,7 +40,6 @@ import argparse
 import json
 import logging
 import signal
-import socket
 import sys
 import time
 from collections.abc import Callable, Mapping
@@ -55,6 +57,7 @@ from .clients import GeventExecutor
 from .config import WorkloadConfig, load_workload
 from .topics import ensure_topics
 from .users import WorkloadRuntime, user_classes
+from .web import web_url, write_web_url
 from .workers import NameAllocator, WorkerContext
 
 log = logging.getLogger(__name__)
@@ -75,12 +78,6 @@ class LiveStats:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket() as s:
-        s.bind((host, 0))
-        return int(s.getsockname()[1])
 
 
 def _ui_ignores_argv() -> None:
@@ -113,6 +110,7 @@ class WorkloadRunner:
         web: bool = False,
         web_host: str = "127.0.0.1",
         web_port: int | None = None,
+        web_url_file: str | Path | None = None,
         print_stats: bool = True,
         spawn_rate: float | None = None,
         stop_timeout_s: float = 90.0,
@@ -137,6 +135,7 @@ class WorkloadRunner:
         self.web = web
         self.web_host = web_host
         self.web_port = web_port
+        self.web_url_file = Path(web_url_file) if web_url_file is not None else None
         self.print_stats = print_stats
         self.master_host, self.master_port = master_host, master_port
         self.master_bind_host = master_bind_host
@@ -185,11 +184,7 @@ class WorkloadRunner:
             env.create_worker_runner(self.master_host, self.master_port)
             return  # a worker spawns what the master tells it
         if self.web:
-            _ui_ignores_argv()
-            port = self.web_port or free_port(self.web_host)
-            env.create_web_ui(self.web_host, port)
-            self.web_url = f"http://{self.web_host}:{port}"
-            log.info("locust web UI on %s", self.web_url)
+            self._serve_web_ui()
         self._greenlets.append(gevent.spawn(stats_history, runner))
         if self.print_stats:
             self._greenlets.append(gevent.spawn(stats_printer(env.stats)))
@@ -205,6 +200,22 @@ class WorkloadRunner:
                 gevent.sleep(0.2)
         if self.user_count:
             runner.start(self.user_count, spawn_rate=self.spawn_rate)
+
+    def _serve_web_ui(self, timeout_s: float = 30.0) -> None:
+        """Start locust's web UI and wait until it listens; port 0 lets the OS pick one."""
+        _ui_ignores_argv()
+        ui = self.env.create_web_ui(self.web_host, self.web_port or 0)
+        deadline = time.monotonic() + timeout_s
+        while ui.server is None or not ui.server.started:
+            if ui.greenlet is not None and ui.greenlet.dead:  # e.g. the port is taken
+                raise OSError(f"locust's web UI did not start: {ui.greenlet.exception}")
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"locust's web UI did not listen within {timeout_s:g}s")
+            gevent.sleep(0.05)
+        self.web_url = web_url(self.web_host, int(ui.server.server_port))
+        if self.web_url_file is not None:
+            write_web_url(self.web_url_file, self.web_url)
+        log.info("locust web UI on %s", self.web_url)
 
     def wait_spawned(self, timeout_s: float = 60.0) -> bool:
         """Wait until every user has been spawned (local mode)."""
@@ -308,8 +319,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--run-dir", required=True, type=Path)
     ap.add_argument("--duration", type=float, default=60.0, help="seconds (local/master)")
     ap.add_argument("--seed", type=int)
-    ap.add_argument("--web", action="store_true", help="open locust's web UI on 127.0.0.1")
-    ap.add_argument("--web-port", type=int)
+    ap.add_argument("--web", action="store_true", help="open locust's web UI")
+    ap.add_argument("--web-host", default="127.0.0.1", help="address the web UI listens on")
+    ap.add_argument("--web-port", type=int, help="default: a free port")
+    ap.add_argument("--web-url-file", type=Path, help="write the web UI's URL here once it listens")
     ap.add_argument("--quiet", action="store_true", help="no live stats table")
     ap.add_argument("--abort-open-on-stop", action="store_true")
     ap.add_argument(
@@ -347,7 +360,9 @@ def main(argv: list[str] | None = None) -> int:
         args.bootstrap,
         seed=args.seed,
         web=args.web,
+        web_host=args.web_host,
         web_port=args.web_port,
+        web_url_file=args.web_url_file,
         print_stats=not args.quiet,
         abort_open_on_stop=args.abort_open_on_stop,
         mode=mode,

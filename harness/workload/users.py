@@ -120,11 +120,25 @@ class EOSCopierUser(WorkloadUser):
     abstract = True
 
 
+class Tv2ProducerUser(WorkloadUser):
+    """A transactional producer on our own client (harness/clients)."""
+
+    abstract = True
+
+
+class Tv2CopierUser(WorkloadUser):
+    """A copier whose producer is our own client."""
+
+    abstract = True
+
+
 USER_BASES: dict[str, type[WorkloadUser]] = {
     "transactional_producer": TransactionalProducerUser,
     "idempotent_producer": IdempotentProducerUser,
     "read_committed_consumer": ReadCommittedConsumerUser,
     "eos_copier": EOSCopierUser,
+    "tv2_producer": Tv2ProducerUser,
+    "tv2_copier": Tv2CopierUser,
 }
 
 

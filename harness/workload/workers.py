@@ -593,6 +593,44 @@ class EOSCopierWorker(Worker):
             self.consumer = None
 
 
+# -- our own producer (harness/clients) -------------------------------------------------------
+
+
+def _our_producer(worker: Worker, transactional_id: str, group_id: str | None) -> Any:
+    """An :class:`~.ours.OurProducerClient` with the worker's settings (imported here: the
+    confluent-only workers do not need it)."""
+    from .ours import OurProducerClient, our_config
+
+    return OurProducerClient(
+        our_config(worker.producer_conf(transactional_id), worker.spec.transaction_version),
+        worker.writer,
+        reporter=worker.ctx.reporter,
+        request_type=worker.request_type,
+        padding_bytes=worker.spec.padding_bytes,
+        group_id=group_id,
+    )
+
+
+class Tv2ProducerWorker(TransactionalProducerWorker):
+    """``transactional_producer`` on our own client: TV2 where the cluster offers it."""
+
+    kind = "tv2_producer"
+    request_type = "tv2"
+
+    def open_clients(self) -> None:
+        self.client = _our_producer(self, self.transactional_id, None)
+
+
+class Tv2CopierWorker(EOSCopierWorker):
+    """``eos_copier`` whose producer is our own client (TxnOffsetCommit v5 under TV2)."""
+
+    kind = "tv2_copier"
+    request_type = "tv2-copier"
+
+    def _new_producer(self) -> ProducerClient:
+        return _our_producer(self, self.transactional_id, self.group_id)
+
+
 WORKERS: dict[str, type[Worker]] = {
     w.kind: w
     for w in (
@@ -600,6 +638,8 @@ WORKERS: dict[str, type[Worker]] = {
         IdempotentProducerWorker,
         ReadCommittedConsumerWorker,
         EOSCopierWorker,
+        Tv2ProducerWorker,
+        Tv2CopierWorker,
     )
 }
 

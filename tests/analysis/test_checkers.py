@@ -106,6 +106,15 @@ def test_injected_anomaly_is_caught(
     assert {e["kind"] for e in c.examples} == set(expected)
 
 
+def test_an_idle_partition_is_not_a_stalled_lso(spark: SparkSession, tmp_path: Path) -> None:
+    """The LSO stands still while a partition is idle; only the time its high watermark is above
+    the LSO counts towards a stall (a short transaction after a long idle spell is fine)."""
+    synth = build()
+    synth.add_idle_partition_then_short_lag()
+    v = judge(spark, synth, tmp_path)
+    assert counts(v)["hanging_transactions"] == {}
+
+
 def test_an_output_of_another_group_is_not_a_duplicate(spark: SparkSession, tmp_path: Path) -> None:
     """Outputs count per (group, source): a second group's copy of an input that the copier's
     group copied once leaves that group with one output (outputs are matched to inputs by a

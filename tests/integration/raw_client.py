@@ -15,12 +15,17 @@ def address(bootstrap: str) -> tuple[str, int]:
     return host, int(port)
 
 
+AS_NODE = "txnchaos-node-test"
+"""The client id of a test that plays a node (writes markers like a coordinator, sends
+AddPartitionsToTxn v4+ like a broker): server-only APIs accept it."""
+
+
 class RawClient:
     """A synchronous facade over the node-to-node client, for tests."""
 
-    def __init__(self, host: str, port: int) -> None:
+    def __init__(self, host: str, port: int, client_id: str = "txnchaos-test") -> None:
         self.loop = asyncio.new_event_loop()
-        self.conn = PeerConnection(host, port, client_id="txnchaos-test")
+        self.conn = PeerConnection(host, port, client_id=client_id)
 
     def request(
         self, api_key: int, version: int, body: dict[str, Any] | None = None, **fields: Any

@@ -90,10 +90,12 @@ def test_api_versions_lists_exactly_what_is_served(fuzz_cluster: LocalCluster) -
     addr = node_address(fuzz_cluster)
     _, response = decode_response(18, 3, exchange(addr, api_versions_request()) or b"")
     ranges = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
-    assert ranges[0] == (3, 11)  # Produce
+    assert ranges[0] == (3, 12)  # Produce: v12 is KIP-890 part 2
     assert ranges[1] == (4, 16)  # Fetch
     assert 22 in ranges  # InitProducerId
-    assert ranges[24] == (0, 3)  # AddPartitionsToTxn: v4+ (KIP-890 verification) not yet
+    assert ranges[24] == (0, 5)  # AddPartitionsToTxn: v4+ is KIP-890's (server-only)
+    assert ranges[57] == (0, 2)  # UpdateFeatures
+    assert ranges[18] == (0, 4)  # ApiVersions
     assert ranges[61] == (0, 0) and ranges[65] == (0, 0)  # KIP-664 tooling
 
 

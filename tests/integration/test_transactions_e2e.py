@@ -33,6 +33,7 @@ from txnchaos.cluster.protocol.codec import request_class
 from txnchaos.cluster.protocol.records import encode_batch
 from txnchaos.cluster.server.dispatch import ApiRegistry
 from txnchaos.cluster.server.server import KafkaServer
+from txnchaos.cluster.settings import NodeSettings
 
 pytestmark = pytest.mark.integration
 
@@ -42,8 +43,15 @@ TOPIC = "e2e"
 class Setup:
     def __init__(self, root: Path) -> None:
         self.root = root
+        # The broker's KIP-890 verification would ask the node's own coordinator, which
+        # does not know the transactions of the test's separate coordinator: off here.
         self.node = Node(
-            NodeConfig(node_id=1, roles=frozenset({"broker", "coordinator"}), data_dir=root / "n1")
+            NodeConfig(
+                node_id=1,
+                roles=frozenset({"broker", "coordinator"}),
+                data_dir=root / "n1",
+                settings=NodeSettings({"transaction.partition.verification.enable": "false"}),
+            )
         )
         self.coordinator: TransactionCoordinator | None = None
         self.server: KafkaServer | None = None
@@ -65,6 +73,7 @@ class Setup:
             refresh_view=source.refresh,
             node_address=self.node_address,
             internal_partition_owner=lambda p: 1,
+            client_id="txnchaos-node-e2e",  # markers are server-only: it acts as a node
             config=TxnConfig(
                 num_partitions=3,
                 marker_retry_backoff_ms=20,

@@ -4,6 +4,8 @@ on both sides (partition and coordinator)."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from confluent_kafka import Producer
 
@@ -42,8 +44,15 @@ def test_open_transaction_is_visible_to_the_tools(bootstrap: str, topic_name: st
         assert active[pid].current_transaction_start_offset == 0
 
         producer.commit_transaction(30)
-        after = admin.describe_producers([TopicPartition(topic_name, 1)])
-        active = {p.producer_id: p for p in after[TopicPartition(topic_name, 1)].active_producers}
+        # The coordinator answers EndTxn once PrepareCommit is durable; the marker that
+        # closes the partition's transaction follows (as in Kafka): wait for it.
+        for _ in range(200):  # bounded (~20 s), normally one or two rounds
+            after = admin.describe_producers([TopicPartition(topic_name, 1)])
+            tp_state = after[TopicPartition(topic_name, 1)]
+            active = {p.producer_id: p for p in tp_state.active_producers}
+            if active[pid].current_transaction_start_offset == -1:
+                break
+            time.sleep(0.1)
         assert active[pid].current_transaction_start_offset == -1
         assert admin.describe_transactions([txn_id])[txn_id].state == "CompleteCommit"
     finally:

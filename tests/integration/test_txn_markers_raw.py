@@ -13,7 +13,7 @@ from confluent_kafka.admin import AdminClient
 
 from txnchaos.cluster.protocol.records import encode_batch
 
-from .raw_client import RawClient
+from .raw_client import AS_NODE, RawClient
 from .test_produce_consume import create_topic
 
 pytestmark = pytest.mark.integration
@@ -27,7 +27,7 @@ TRANSACTION_COORDINATOR_FENCED = 52
 def leader_client(bootstrap: str, topic: str) -> RawClient:
     md = AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=10)
     broker = md.brokers[md.topics[topic].partitions[0].leader]
-    return RawClient(broker.host, broker.port)
+    return RawClient(broker.host, broker.port, client_id=AS_NODE)  # it writes markers
 
 
 def markers(
@@ -225,7 +225,7 @@ def test_marker_errors(bootstrap: str, topic_name: str) -> None:
     # Offsets markers belong to the group coordinator: a broker without the coordinator
     # role (node 2 of the shared cluster) is not the leader of __consumer_offsets.
     md = AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=10)
-    broker_only = RawClient(md.brokers[2].host, md.brokers[2].port)
+    broker_only = RawClient(md.brokers[2].host, md.brokers[2].port, client_id=AS_NODE)
     try:
         assert markers(broker_only, "__consumer_offsets", pid, True) == {0: NOT_LEADER_OR_FOLLOWER}
     finally:

@@ -158,13 +158,25 @@ def test_add_partitions_to_txn_response_matches_kio(
 
 @pytest.mark.parametrize("version", hot_codecs.END_TXN_VERSIONS)
 @settings(max_examples=30, deadline=None)
-@given(error=error_codes, throttle=st.integers(0, 2**31 - 1))
-def test_end_txn_response_matches_kio(version: int, error: int, throttle: int) -> None:
-    body = hot_codecs.end_txn_response(version, error, throttle)
-    assert body == kio_body(26, version, {"throttle_time": throttle, "error_code": error})
+@given(
+    error=error_codes,
+    throttle=st.integers(0, 2**31 - 1),
+    pid=st.integers(-1, 2**63 - 1),
+    epoch=st.integers(-1, 2**15 - 1),
+)
+def test_end_txn_response_matches_kio(
+    version: int, error: int, throttle: int, pid: int, epoch: int
+) -> None:
+    body = hot_codecs.end_txn_response(version, error, throttle, pid, epoch)
+    fields: dict[str, object] = {"throttle_time": throttle, "error_code": error}
+    if version >= 5:  # KIP-890: the producer id and epoch to use next
+        fields.update(producer_id=pid, producer_epoch=epoch)
+    assert body == kio_body(26, version, fields)
     decoded = roundtrip(26, version, body)
     assert int(decoded.error_code) == error
     assert decoded.throttle_time == datetime.timedelta(milliseconds=throttle)
+    if version >= 5:
+        assert (decoded.producer_id, decoded.producer_epoch) == (pid, epoch)
 
 
 # -- WriteTxnMarkers ---------------------------------------------------------------------------
@@ -237,11 +249,14 @@ def test_write_txn_markers_request_matches_kio(
     assert decoded == request
 
 
+PRODUCE_BEYOND = hot_codecs.PRODUCE_VERSIONS.stop  # the first version not served
+
+
 def test_unsupported_versions_are_refused() -> None:
     with pytest.raises(ValueError):
-        hot_codecs.produce_response(12, [])
+        hot_codecs.produce_response(PRODUCE_BEYOND, [])
     with pytest.raises(ValueError):
-        hot_codecs.end_txn_response(4, 0)
+        hot_codecs.end_txn_response(6, 0)
 
 
 def test_encoded_response_reads_like_the_kio_entity() -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import socket
 import struct
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -208,6 +209,118 @@ def test_queued_requests_past_the_limit_stop_reading_until_they_drain() -> None:
             await until(lambda: server.queue.queued == 0, "drained")
             assert not conn._read_stops
             writer.close()
+        finally:
+            await server.stop()
+
+    run(scenario())
+
+
+def test_requests_stuck_behind_a_long_wait_do_not_stop_other_connections() -> None:
+    """Found by `txnchaos fuzz`: frames queued behind a request that waits for minutes
+    filled queued.max.requests, and every other connection was then stopped after its
+    next request until that wait ended (their clients' closes unseen, the connections
+    piled up to max.connections)."""
+
+    async def scenario() -> None:
+        registry = ApiRegistry()
+        server = KafkaServer(registry, limits=ConnectionLimits(queued_max_requests=2))
+        gate = asyncio.Event()
+
+        async def held_metadata(ctx: RequestContext, request: Any) -> Any:
+            await gate.wait()
+            return ctx.respond(throttle_time=0, brokers=[], topics=[])
+
+        registry.register(3, 0, 12, held_metadata, owner="test")
+        register_api_versions(registry, server)
+        await server.start()
+        try:
+            _, held = await asyncio.open_connection("127.0.0.1", server.port)
+            held.write(encode_request(100, make(request_class(3, 1), topics=[]), "t"))
+            held.write(b"".join(api_versions(i) for i in range(2)))
+            await until(lambda: server.queue.queued == 2, "two requests stuck behind it")
+            assert server.queue.full
+            reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+            for correlation_id in (10, 11, 12):  # one at a time: each read queues one
+                writer.write(api_versions(correlation_id))
+                # bounded: before the fix the second one was never read
+                assert await asyncio.wait_for(answer(reader), 30) == correlation_id
+            other = next(c for c in server._connections.values() if not c._busy)
+            assert not other._read_stops
+            assert server.queue.queued == 2  # the stuck ones are still counted
+            gate.set()
+            writer.close()
+            held.close()
+        finally:
+            await server.stop()
+
+    run(scenario())
+
+
+def test_a_connection_not_being_read_is_closed_once_its_client_is_gone() -> None:
+    """Found by `txnchaos fuzz`: a connection stopped by queued.max.requests (its request
+    held, frames behind it) did not see its client close it, and kept its connection
+    slot and queued requests until the held request ended."""
+
+    async def scenario() -> None:
+        registry = ApiRegistry()
+        server = KafkaServer(registry, limits=ConnectionLimits(queued_max_requests=2))
+        gate = asyncio.Event()
+
+        async def held_metadata(ctx: RequestContext, request: Any) -> Any:
+            await gate.wait()
+            return ctx.respond(throttle_time=0, brokers=[], topics=[])
+
+        registry.register(3, 0, 12, held_metadata, owner="test")
+        register_api_versions(registry, server)
+        await server.start()
+        try:
+            _, held = await asyncio.open_connection("127.0.0.1", server.port)
+            held.write(encode_request(100, make(request_class(3, 1), topics=[]), "t"))
+            held.write(b"".join(api_versions(i) for i in range(3)))
+            await until(lambda: server.queue.queued == 3, "three requests behind the held one")
+            (conn,) = server._connections.values()
+            assert "queue" in conn._read_stops
+            held.transport.abort()  # as a client that gives up
+            await until(lambda: server.connection_count == 0, "the connection closed")
+            assert server.queue.queued == 0 and server.dead_closed == 1
+            gate.set()
+        finally:
+            await server.stop()
+
+    run(scenario())
+
+
+def test_a_connection_past_its_end_of_input_is_closed_once_its_client_is_gone() -> None:
+    """Found by `txnchaos fuzz`: requests sent before the end of a client's input are
+    still answered, so the connection stays open for a held one; asyncio reads no more
+    then, so a client that went away for good was not seen, and such connections piled
+    up to max.connections while their requests waited."""
+
+    async def scenario() -> None:
+        registry = ApiRegistry()
+        server = KafkaServer(registry, limits=ConnectionLimits())
+        gate = asyncio.Event()
+
+        async def held_metadata(ctx: RequestContext, request: Any) -> Any:
+            await gate.wait()
+            return ctx.respond(throttle_time=0, brokers=[], topics=[])
+
+        registry.register(3, 0, 12, held_metadata, owner="test")
+        register_api_versions(registry, server)
+        await server.start()
+        try:
+            _, held = await asyncio.open_connection("127.0.0.1", server.port)
+            held.write(encode_request(100, make(request_class(3, 1), topics=[]), "t"))
+            held.write_eof()
+            await until(lambda: any(c._eof for c in server._connections.values()), "its end")
+            (conn,) = server._connections.values()
+            assert conn._busy
+            sock = held.get_extra_info("socket")
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            held.transport.abort()  # gone for good: a reset
+            await until(lambda: server.connection_count == 0, "the connection closed")
+            assert server.dead_closed == 1
+            gate.set()
         finally:
             await server.stop()
 

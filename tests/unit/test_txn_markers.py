@@ -49,7 +49,9 @@ async def test_markers_grouped_per_leader(tmp_path: Path) -> None:
     by_node = {m["node"]: m["tps"] for m in h.transport.markers()}
     assert by_node == {1: [("t1", 0), ("t1", 1), ("t1", 2)], 2: [("t2", 0)]}
     assert len(h.transport.requests) == 2
-    assert type(h.transport.requests[0][1]).__version__ == 1
+    # v2 (KIP-890): the marker says which transaction version wrote it
+    assert type(h.transport.requests[0][1]).__version__ == 2
+    assert {m.transaction_version for _, r in h.transport.requests for m in r.markers} == {0}
     assert h.state() == "CompleteCommit"
 
 
@@ -246,7 +248,7 @@ async def test_peer_transport_sends_write_txn_markers_over_tcp() -> None:
             }
         )
 
-    registry.register(27, 1, 1, handle, owner="test")
+    registry.register(27, 1, 2, handle, owner="test")  # as a broker serves it
     server = KafkaServer(registry)
     port = await server.start()
     addresses: dict[int, tuple[str, int]] = {5: ("127.0.0.1", port)}

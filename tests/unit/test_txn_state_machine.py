@@ -32,11 +32,12 @@ from txnchaos.cluster.coordinator.transactions.state import RESTING_STATES, VALI
 S = TxnState
 
 KAFKA_TABLE = {
-    # target: valid previous states (TransactionMetadata.scala)
+    # target: valid previous states (Kafka 4.x TransactionState; Empty/Complete* ->
+    # PrepareAbort is a TV2 abort of a transaction that added nothing)
     "Empty": {"Empty", "CompleteCommit", "CompleteAbort"},
     "Ongoing": {"Ongoing", "Empty", "CompleteCommit", "CompleteAbort"},
     "PrepareCommit": {"Ongoing"},
-    "PrepareAbort": {"Ongoing", "PrepareEpochFence"},
+    "PrepareAbort": {"Ongoing", "PrepareEpochFence", "Empty", "CompleteCommit", "CompleteAbort"},
     "CompleteCommit": {"PrepareCommit"},
     "CompleteAbort": {"PrepareAbort"},
     "Dead": {"Empty", "CompleteAbort", "CompleteCommit"},

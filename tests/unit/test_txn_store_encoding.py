@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -34,11 +35,49 @@ transits = st.builds(
 
 
 @settings(max_examples=300, deadline=None)
-@given(transits)
-def test_encode_transit_is_the_generic_json(transit: TxnTransit) -> None:
-    fast = store.encode_transit(transit)
-    assert fast == json.dumps(transit.to_json(), separators=(",", ":"), ensure_ascii=False).encode()
-    assert TxnTransit.from_json(json.loads(fast)) == transit
+@given(transits, st.sampled_from([0, 1]))
+def test_encode_transit_is_the_generic_json(transit: TxnTransit, version: int) -> None:
+    fast = store.encode_transit(transit, version)
+    generic = transit.to_json(version)
+    assert fast == json.dumps(generic, separators=(",", ":"), ensure_ascii=False).encode()
+    back = TxnTransit.from_json(json.loads(fast))
+    if version == 1:
+        assert back == transit
+    else:  # version 0 has no KIP-890 fields: they read back as their defaults
+        assert back == transit._replace(client_transaction_version=0, next_producer_id=-1)
+
+
+@settings(max_examples=100, deadline=None)
+@given(transits, st.sampled_from([None, 0, 1, 2]))
+def test_value_version_never_loses_a_field(transit: TxnTransit, level: int | None) -> None:
+    record = store.txn_record("tx", transit, level)
+    value = json.loads(record.value or b"")
+    assert value.get("v", 0) == (1 if (level or 0) >= 1 or transit.needs_value_v1 else 0)
+    assert TxnTransit.from_json(value) == transit
+
+
+def test_records_written_before_value_versions_still_read() -> None:
+    """A record as written before KIP-890 (no "v", and older still: no tv/next/2pc)."""
+    old = {
+        "state": "CompleteCommit",
+        "pid": 7,
+        "last_pid": 7,
+        "epoch": 3,
+        "last_epoch": 2,
+        "timeout_ms": 60000,
+        "partitions": [],
+        "start_ms": 10,
+        "update_ms": 11,
+    }
+    t = TxnTransit.from_json(old)
+    assert (t.producer_id, t.producer_epoch, t.client_transaction_version) == (7, 3, 0)
+    assert (t.next_producer_id, t.next_producer_epoch, t.two_phase_commit) == (-1, -1, False)
+    full = dict(old, tv=2, next_pid=9, next_epoch=-1, two_pc=False)
+    assert TxnTransit.from_json(full).next_producer_id == 9
+    with pytest.raises(ValueError):
+        TxnTransit.from_json(dict(old, v=2))  # a future version is refused, not misread
+    with pytest.raises(ValueError):
+        store.encode_transit(t, 2)
 
 
 @settings(max_examples=200, deadline=None)

@@ -43,6 +43,7 @@ COORDINATOR_FENCED = 52
 OPERATION_NOT_ATTEMPTED = 55
 PRODUCER_FENCED = 90
 TRANSACTIONAL_ID_NOT_FOUND = 105
+TRANSACTION_ABORTABLE = 120
 
 TOPICS = {"t1": 3, "t2": 2}
 """topic -> partition count known to the fake cluster."""
@@ -156,6 +157,15 @@ class FakeTransport:
         return out
 
 
+def marker_identities(transport: FakeTransport) -> list[tuple[int, int, bool, int]]:
+    """Every marker sent: (producer id, epoch, commit, transaction version)."""
+    return [
+        (m.producer_id, m.producer_epoch, bool(m.transaction_result), m.transaction_version)
+        for _, request in transport.requests
+        for m in request.markers
+    ]
+
+
 class Harness:
     """A transaction coordinator with its handlers on a real ApiRegistry."""
 
@@ -167,6 +177,7 @@ class Harness:
         pids: FakePids | None = None,
         transport: FakeTransport | None = None,
         routing: FakeRouting | None = None,
+        transaction_version: Callable[[], int] | None = None,
         **config: Any,
     ) -> None:
         self.data_dir = data_dir
@@ -174,6 +185,7 @@ class Harness:
         self.pids = pids or FakePids()
         self.transport = transport or FakeTransport()
         self.routing = routing or FakeRouting()
+        self.transaction_version = transaction_version
         config.setdefault("num_partitions", 5)
         config.setdefault("offsets_num_partitions", 5)
         config.setdefault("abort_timed_out_interval_ms", 0)
@@ -190,6 +202,7 @@ class Harness:
             config=TxnConfig(**config),
             clock_ms=self.clock,
             marker_clock_ms=self.clock,
+            transaction_version=transaction_version,
         )
         self.registry = ApiRegistry()
         self.coordinator.register(self.registry)
@@ -214,6 +227,7 @@ class Harness:
             pids=self.pids,
             transport=transport or self.transport,
             routing=self.routing,
+            transaction_version=self.transaction_version,
             **self.config_kwargs,
         ).start()
 
@@ -305,6 +319,24 @@ class Harness:
             },
         )
         return int(resp.error_code)
+
+    async def end2(
+        self, pid: int, epoch: int, commit: bool, *, txn_id: str = "tx", version: int = 5
+    ) -> tuple[int, int, int]:
+        """EndTxn v5+ (KIP-890 part 2): (error, producer id, producer epoch)."""
+        resp = await self.call(
+            END_TXN,
+            version,
+            {
+                "transactional_id": txn_id,
+                "producer_id": pid,
+                "producer_epoch": epoch,
+                "committed": commit,
+            },
+        )
+        if version < 5:  # no ids in the answer before v5
+            return int(resp.error_code), -1, -1
+        return int(resp.error_code), resp.producer_id, resp.producer_epoch
 
     def state(self, txn_id: str = "tx") -> str:
         md = self.coordinator.metadata(txn_id)

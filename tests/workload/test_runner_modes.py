@@ -49,10 +49,21 @@ def write_config(tmp_path: Path, topic: str) -> Path:
     return cfg
 
 
-def test_web_ui_serves_on_loopback(wl_bootstrap: str, tmp_path: Path, uniq: str) -> None:
+@pytest.mark.parametrize("given_port", [False, True], ids=["free-port", "web-port"])
+def test_web_ui_serves_on_loopback(
+    wl_bootstrap: str, tmp_path: Path, uniq: str, given_port: bool
+) -> None:
     cfg = write_config(tmp_path, f"web-{uniq}")
+    url_file = tmp_path / "web-ui.url"
+    extra = ["--web", "--duration", "6", "--web-url-file", str(url_file)]
+    port = None
+    if given_port:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        extra += ["--web-port", str(port)]
     proc = subprocess.Popen(
-        runner_cmd(cfg, wl_bootstrap, tmp_path / "run", "--web", "--duration", "6"),
+        runner_cmd(cfg, wl_bootstrap, tmp_path / "run", *extra),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -66,6 +77,9 @@ def test_web_ui_serves_on_loopback(wl_bootstrap: str, tmp_path: Path, uniq: str)
                 url = m.group(1)
                 break
         assert url, "no web UI URL logged"
+        assert url_file.read_text().strip() == url  # written once the UI listens
+        if port is not None:
+            assert url == f"http://127.0.0.1:{port}"
         body = ""
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:

@@ -1,4 +1,4 @@
-"""TxnOffsetCommit (28) v0-v3, and the group side of transaction markers.
+"""TxnOffsetCommit (28) v0-v5, and the group side of transaction markers.
 
 TxnOffsetCommit goes to the group's coordinator: the offsets are validated like an
 OffsetCommit (``validate_offset_commit(..., transactional=True)``: a request without
@@ -10,6 +10,10 @@ abort marker drops them.
 
 COORDINATOR_LOAD_IN_PROGRESS is answered as COORDINATOR_NOT_AVAILABLE below v2 (as
 Kafka does for 0.11-2.0 clients that could not handle it).
+
+With KIP-890 verification on, the first commit of a transaction's offsets for a group
+is kept only after the transaction coordinator confirmed the transaction added the
+group's offsets partition (``txn_offset_verification``).
 """
 
 from __future__ import annotations
@@ -22,19 +26,23 @@ from kio.schema.errors import ErrorCode as E
 from ...server.dispatch import RequestContext
 from .coordinator import StorageError
 from .offset_commit_shape import OffsetEntry, commit_entries, partition_errors
+from .txn_offset_verification import TxnOffsetVerification
 
 if TYPE_CHECKING:
     from .coordinator import GroupCoordinator
 
 TXN_OFFSET_COMMIT = 28
 MIN_VERSION = 0
-MAX_VERSION = 3  # v4+: KIP-890 part 2 (TV2), not yet
+MAX_VERSION = 5  # v4: TRANSACTION_ABORTABLE known; v5: implicit add under TV2 (KIP-890)
 OWNER = "group-coordinator"
 
 
 class TxnOffsetCommitApi:
-    def __init__(self, coordinator: GroupCoordinator) -> None:
+    def __init__(
+        self, coordinator: GroupCoordinator, verification: TxnOffsetVerification | None = None
+    ) -> None:
         self.c = coordinator
+        self.verification = verification
 
     def commit(
         self,
@@ -69,8 +77,30 @@ class TxnOffsetCommitApi:
             }
         return errors
 
+    async def _verify(self, req: Any, version: int) -> int:
+        """0, or the verification error for the whole request (see module doc)."""
+        v = self.verification
+        if (
+            v is None
+            or not v.wanted(version)
+            or not self.c.owns(req.group_id)
+            or self.c.has_pending_txn_offsets(req.group_id, req.producer_id)
+        ):
+            return 0
+        return await v.check(
+            req.transactional_id,
+            req.producer_id,
+            req.producer_epoch,
+            self.c.partition_for(req.group_id),
+            version,
+        )
+
     async def handle(self, ctx: RequestContext, req: Any) -> Any:
         entries = commit_entries(req.topics)
+        refused = await self._verify(req, ctx.api_version)
+        if refused:
+            errors = {(t, p): refused for t, p, *_ in entries}
+            return ctx.respond({"throttle_time": 0, "topics": partition_errors(req.topics, errors)})
         errors = self.commit(
             req.group_id,
             req.producer_id,
@@ -89,8 +119,12 @@ class TxnOffsetCommitApi:
         )
 
 
-def register_txn_offset_commit(registry: Any, coordinator: GroupCoordinator) -> TxnOffsetCommitApi:
-    api = TxnOffsetCommitApi(coordinator)
+def register_txn_offset_commit(
+    registry: Any,
+    coordinator: GroupCoordinator,
+    verification: TxnOffsetVerification | None = None,
+) -> TxnOffsetCommitApi:
+    api = TxnOffsetCommitApi(coordinator, verification)
     registry.register(TXN_OFFSET_COMMIT, MIN_VERSION, MAX_VERSION, api.handle, owner=OWNER)
     return api
 
@@ -129,14 +163,17 @@ def apply_offsets_marker(
 
 
 def group_marker_sink(
-    coordinator: GroupCoordinator,
+    coordinator: GroupCoordinator, verification: TxnOffsetVerification | None = None
 ) -> Callable[[int, int, bool, list[int]], Awaitable[dict[int, int]]]:
     """``apply_offsets_marker`` shaped as ``WriteTxnMarkersApi``'s ``group_sink``:
-    ``(producer_id, producer_epoch, commit, partitions) -> {partition: error}``."""
+    ``(producer_id, producer_epoch, commit, partitions) -> {partition: error}``; the
+    marker also invalidates verifications of the producer in flight there."""
 
     async def sink(
         producer_id: int, producer_epoch: int, commit: bool, partitions: list[int]
     ) -> dict[int, int]:
+        if verification is not None:
+            verification.marker(producer_id, partitions)
         return apply_offsets_marker(coordinator, producer_id, commit, partitions)
 
     return sink

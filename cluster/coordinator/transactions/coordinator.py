@@ -15,6 +15,12 @@ TransactionMarkerChannelManager for transaction.version 0/1 clients (librdkafka)
   CompleteCommit/CompleteAbort once every partition has its marker. The next
   transaction starts from Complete* directly (Kafka writes no Empty in between), so a
   retried EndTxn after completion still finds its outcome.
+* KIP-890 part 2 (a client on transaction.version 2, EndTxn v5+): every EndTxn bumps
+  the epoch, the markers carry the bumped epoch and the answer carries the producer id
+  and epoch to use next; at the last epoch the answer (and CompleteX) moves onto a new
+  producer id. A retry whose answer was lost is recognised by epoch + 1 (or by the
+  previous producer id after an overflow) and gets the same answer, also after a
+  restart (those fields are persisted).
 * A periodic task aborts Ongoing transactions older than their timeout (with an epoch
   bump, so the zombie producer is fenced) and another expires idle transactional ids.
 
@@ -61,6 +67,7 @@ from .metadata import (
     TransactionMetadata,
     TxnTransit,
     is_epoch_exhausted,
+    supports_epoch_bump,
 )
 from .state import RESTING_STATES, TxnState
 
@@ -85,6 +92,23 @@ class InitResult:
     error: int
     producer_id: int = NO_PRODUCER_ID
     producer_epoch: int = NO_PRODUCER_EPOCH
+
+
+@dataclass(frozen=True, slots=True)
+class EndResult:
+    """EndTxn's answer; v5+ (TV2) sends the producer id and epoch to use next."""
+
+    error: int
+    producer_id: int = NO_PRODUCER_ID
+    producer_epoch: int = NO_PRODUCER_EPOCH
+
+
+@dataclass(frozen=True, slots=True)
+class _NeedsProducerId:
+    """A TV2 EndTxn at the last epoch: allocate the next producer id, then decide again."""
+
+
+_NEEDS_PRODUCER_ID = _NeedsProducerId()
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,6 +183,12 @@ class TransactionCoordinator:
     ``partition_exists(topic, partition)``: AddPartitionsToTxn refuses unknown partitions.
     ``clock_ms``: wall-clock milliseconds (transaction timestamps are persisted and
     reported, so they must survive restarts).
+    ``transaction_version``: the cluster's finalized transaction.version, read when
+    needed (it changes at run time). It picks the transaction-log value version and
+    the epoch rule of aborts the coordinator starts itself (timeouts, fencing).
+    None: not known; those aborts then follow the client's recorded version, and
+    value version 1 is written only for records that need it. (A client's EndTxn is
+    judged by its own request version, as Kafka does.)
     """
 
     def __init__(
@@ -172,6 +202,7 @@ class TransactionCoordinator:
         config: TxnConfig | None = None,
         clock_ms: Callable[[], int] = wall_clock_ms,
         marker_clock_ms: Callable[[], int] | None = None,
+        transaction_version: Callable[[], int] | None = None,
     ) -> None:
         self.config = config or TxnConfig()
         if self.config.num_partitions <= 0:
@@ -180,6 +211,7 @@ class TransactionCoordinator:
         self.producer_ids = producer_ids
         self.partition_exists = partition_exists
         self.clock_ms = clock_ms
+        self.transaction_version = transaction_version
         self.markers = MarkerSender(
             marker_transport,
             marker_routing,
@@ -347,6 +379,16 @@ class TransactionCoordinator:
 
         register_transaction_apis(self, registry)
 
+    def server_transaction_version(self) -> int | None:
+        """The finalized transaction.version, or None when nobody told us."""
+        return None if self.transaction_version is None else int(self.transaction_version())
+
+    def _fence_transaction_version(self, md: TransactionMetadata) -> int:
+        """The version an abort started by the coordinator follows: the cluster's (as
+        Kafka), or, while that is unknown, the one the client last used."""
+        level = self.server_transaction_version()
+        return md.client_transaction_version if level is None else level
+
     # ------------------------------------------------------------------ persistence
 
     def _append(self, txn_id: str, records: list[Record]) -> bool:
@@ -371,7 +413,9 @@ class TransactionCoordinator:
             if self.partition_for(tid) == partition
         }
         try:
-            slog.compact(store.live_records(self._epochs[partition], live))
+            slog.compact(
+                store.live_records(self._epochs[partition], live, self.server_transaction_version())
+            )
         except OSError:
             log.exception("compaction of transaction partition %d failed", partition)
 
@@ -379,7 +423,8 @@ class TransactionCoordinator:
         """Persist a transit, then apply it (and register a new id). False: not persisted,
         nothing changed."""
         txn_id = md.transactional_id
-        if not self._append(txn_id, [store.txn_record(txn_id, transit)]):
+        record = store.txn_record(txn_id, transit, self.server_transaction_version())
+        if not self._append(txn_id, [record]):
             return False
         md.apply(transit)
         self._txns[txn_id] = md
@@ -452,7 +497,8 @@ class TransactionCoordinator:
         if md.state == S.ONGOING:
             # Abort the open transaction with a bumped epoch (never returned: the client
             # retries after CONCURRENT_TRANSACTIONS and bumps again).
-            err = self._begin_completion(md, md.prepare_fence_and_abort(now))
+            transit = md.prepare_fence_and_abort(now, self._fence_transaction_version(md))
+            err = self._begin_completion(md, transit)
             if err:
                 return InitResult(err)
             self.counters.transactions_fenced += 1
@@ -511,11 +557,14 @@ class TransactionCoordinator:
         producer_id: int,
         producer_epoch: int,
         partitions: Iterable[TopicPartition],
+        client_transaction_version: int | None = None,
     ) -> int:
-        """AddPartitionsToTxn (v0-v3) for one transaction: one error for all partitions.
+        """AddPartitionsToTxn for one transaction: one error for all partitions.
 
         Stale epoch -> PRODUCER_FENCED (handlers map it to INVALID_PRODUCER_EPOCH below
         v2); a transaction still completing -> CONCURRENT_TRANSACTIONS.
+        ``client_transaction_version``: recorded with a transaction that starts or
+        grows (the broker's implicit add for a TV2 producer passes 2); None keeps it.
         """
         err = self._check_producer(transactional_id, producer_id, producer_epoch)
         if err:
@@ -527,7 +576,8 @@ class TransactionCoordinator:
         if md.state == S.ONGOING and wanted <= md.partitions:
             return NONE
         starting = md.state.can_start_transaction
-        if not self._commit(md, md.prepare_add_partitions(wanted, self.clock_ms())):
+        transit = md.prepare_add_partitions(wanted, self.clock_ms(), client_transaction_version)
+        if not self._commit(md, transit):
             return int(E.coordinator_not_available)
         if starting:
             self.counters.transactions_started += 1
@@ -550,7 +600,7 @@ class TransactionCoordinator:
     def end_txn(
         self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool
     ) -> int:
-        """EndTxn (v0-v3, transaction.version 0/1).
+        """EndTxn v0-v4 (a client on transaction.version 0/1): the same epoch.
 
         Ongoing -> PrepareX persisted and answered NONE; markers follow. A retry that
         finds the same outcome completed answers NONE; still being completed,
@@ -575,6 +625,135 @@ class TransactionCoordinator:
         if state == S.PREPARE_ABORT:
             return int(E.concurrent_transactions) if not commit else int(E.invalid_txn_state)
         return int(E.invalid_txn_state)  # Empty
+
+    async def end_transaction(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        client_transaction_version: int = 0,
+    ) -> EndResult:
+        """EndTxn of any version: ``client_transaction_version`` 2 (EndTxn v5+) takes the
+        KIP-890 part 2 rules (:meth:`_end_txn_tv2`), below it :meth:`end_txn`."""
+        if not supports_epoch_bump(client_transaction_version):
+            return EndResult(self.end_txn(transactional_id, producer_id, producer_epoch, commit))
+        tv = client_transaction_version
+        decided = self._end_txn_tv2(transactional_id, producer_id, producer_epoch, commit, tv, None)
+        if not isinstance(decided, _NeedsProducerId):
+            return decided
+        try:
+            next_pid = await self.producer_ids.next_id()
+        except Exception:
+            log.exception("allocating a producer id failed")
+            return EndResult(int(E.coordinator_load_in_progress))
+        # The world may have moved while we waited: decide again, with the id in hand.
+        decided = self._end_txn_tv2(
+            transactional_id, producer_id, producer_epoch, commit, tv, next_pid
+        )
+        assert not isinstance(decided, _NeedsProducerId)
+        return decided
+
+    def _end_txn_tv2(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        client_transaction_version: int,
+        next_pid: int | None,
+    ) -> EndResult | _NeedsProducerId:
+        """EndTxn v5+ (KIP-890 part 2; Kafka 4.x's ``endTransaction`` for TV2).
+
+        The epoch a request carries tells a new end (the current epoch) from a retry of
+        one already done (epoch + 1 is stored, or, after an overflow, the previous
+        producer id with the last epoch and the new id at epoch 0)::
+
+                            abort             commit
+                          retry  current    retry  current
+            Empty          FENCED  bump     FENCED  INVALID_TXN_STATE
+            CompleteAbort  NONE    bump     ITS     ITS
+            CompleteCommit ITS     bump     NONE    ITS
+
+        (bump: PrepareAbort with a new epoch and no partitions). Ongoing with the
+        current epoch -> PrepareX at epoch + 1; PrepareX -> CONCURRENT_TRANSACTIONS for
+        a retry of the same outcome. Any other epoch is PRODUCER_FENCED.
+        """
+        if not transactional_id:
+            return EndResult(int(E.invalid_request))
+        err = self.coordinator_error(transactional_id)
+        if err:
+            return EndResult(err)
+        md = self._txns.get(transactional_id)
+        if md is None:
+            return EndResult(int(E.invalid_producer_id_mapping))
+        state = md.state
+        # Only an end written by a TV2 client (or a TV2 fence) bumped the epoch, so only
+        # then can the stored epoch be the answer to a retried request.
+        bumped = supports_epoch_bump(md.client_transaction_version)
+        retry_on_overflow = (
+            bumped
+            and md.last_producer_id == producer_id
+            and producer_epoch == MAX_EPOCH - 1
+            and md.producer_epoch == 0
+        )
+        # Short.MaxValue is stored only by a fence at the last epoch (its zombie must not
+        # pass for a retry) or by an end that moves onto ``next_producer_id``.
+        retry_on_bump = (
+            bumped
+            and md.producer_epoch == producer_epoch + 1
+            and (md.producer_epoch < MAX_EPOCH or md.next_producer_id != NO_PRODUCER_ID)
+        )
+        if state.is_prepare:
+            valid_epoch = retry_on_bump
+        elif state.is_complete:
+            valid_epoch = retry_on_bump or retry_on_overflow or producer_epoch == md.producer_epoch
+        else:  # Ongoing, Empty
+            valid_epoch = producer_epoch == md.producer_epoch
+        if md.producer_id != producer_id and not retry_on_overflow:
+            return EndResult(int(E.invalid_producer_id_mapping))
+        if md.pending_transition_in_progress and not state.is_prepare:
+            # (PrepareX with markers in flight is Kafka's resting PrepareX: judged below.)
+            return EndResult(int(E.concurrent_transactions))
+        if not valid_epoch or producer_epoch >= MAX_EPOCH:
+            # The coordinator never hands out MAX_EPOCH (only a fence reaches it).
+            return EndResult(int(E.producer_fenced))
+        is_retry = retry_on_bump or retry_on_overflow
+        if state == S.ONGOING:
+            return self._end_tv2(md, commit, client_transaction_version, next_pid)
+        if state == S.PREPARE_COMMIT:
+            return EndResult(int(E.concurrent_transactions if commit else E.invalid_txn_state))
+        if state == S.PREPARE_ABORT:
+            return EndResult(int(E.invalid_txn_state if commit else E.concurrent_transactions))
+        same_outcome = (state == S.COMPLETE_COMMIT) == commit
+        if state.is_complete and is_retry:
+            if same_outcome:
+                return EndResult(NONE, md.producer_id, md.producer_epoch)
+            return EndResult(int(E.invalid_txn_state))
+        if commit:  # Empty, or Complete* and not a retry: nothing to commit
+            return EndResult(int(E.invalid_txn_state))
+        # an abort with nothing added
+        return self._end_tv2(md, commit, client_transaction_version, next_pid)
+
+    def _end_tv2(
+        self,
+        md: TransactionMetadata,
+        commit: bool,
+        client_transaction_version: int,
+        next_pid: int | None,
+    ) -> EndResult | _NeedsProducerId:
+        """Write PrepareX with the bumped epoch (onto a next producer id at the last
+        epoch) and answer with what the client uses next."""
+        if md.is_epoch_exhausted and next_pid is None:
+            return _NEEDS_PRODUCER_ID
+        rotate_to = next_pid if md.is_epoch_exhausted and next_pid is not None else NO_PRODUCER_ID
+        transit = md.prepare_end(commit, self.clock_ms(), client_transaction_version, rotate_to)
+        err = self._begin_completion(md, transit)
+        if err:
+            return EndResult(err)
+        if transit.next_producer_id != NO_PRODUCER_ID:
+            return EndResult(NONE, transit.next_producer_id, 0)
+        return EndResult(NONE, transit.producer_id, transit.producer_epoch)
 
     # ------------------------------------------------------------------ completion
 
@@ -628,7 +807,8 @@ class TransactionCoordinator:
             self._inflight.pop(txn_id, None)
             self._signal_settled(txn_id)
             return
-        if not self._commit(md, md.prepare_complete(self.clock_ms())):
+        transit = md.prepare_complete(self.clock_ms())
+        if not self._commit(md, transit):
             # Keep the pending state (requests get CONCURRENT_TRANSACTIONS) and retry.
             md.pending_state = S.COMPLETE_COMMIT if inflight.spec.commit else S.COMPLETE_ABORT
             self._unwritten_completions.add(txn_id)
@@ -636,6 +816,10 @@ class TransactionCoordinator:
         del self._inflight[txn_id]
         self._unwritten_completions.discard(txn_id)
         self._signal_settled(txn_id)
+        if transit.last_producer_id != transit.producer_id and supports_epoch_bump(
+            transit.client_transaction_version
+        ):
+            self.counters.producer_id_rotations += 1  # a TV2 end at the last epoch
         if md.state == S.COMPLETE_COMMIT:
             self.counters.transactions_committed += 1
         else:
@@ -719,7 +903,8 @@ class TransactionCoordinator:
             if md.producer_epoch >= MAX_EPOCH:
                 log.error("%s: cannot fence epoch MAX to time out its transaction", txn_id)
                 continue
-            if self._begin_completion(md, md.prepare_fence_and_abort(now)) == NONE:
+            transit = md.prepare_fence_and_abort(now, self._fence_transaction_version(md))
+            if self._begin_completion(md, transit) == NONE:
                 self.counters.transactions_timed_out += 1
                 aborted.append(txn_id)
                 log.info(
@@ -854,6 +1039,7 @@ def _is_valid_producer_id(md: TransactionMetadata, expected: tuple[int, int]) ->
 
 
 __all__ = [
+    "EndResult",
     "InitResult",
     "ListResult",
     "ListedTransaction",

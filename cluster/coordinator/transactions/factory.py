@@ -6,6 +6,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from ...features import transaction_version as finalized_transaction_version
 from ...metadata import ClusterView
 from .config import TxnConfig
 from .coordinator import ProducerIdSource, TransactionCoordinator
@@ -33,6 +34,7 @@ def create_transaction_coordinator(
     partition_exists: Callable[[str, int], bool] | None = None,
     config: TxnConfig | None = None,
     client_id: str = "txnchaos-txn-coordinator",
+    transaction_version: Callable[[], int] | None = None,
 ) -> TransactionCoordinator:
     """A coordinator whose markers travel over ``PeerConnection``s.
 
@@ -41,6 +43,8 @@ def create_transaction_coordinator(
     reach a node (honouring per-peer overrides). ``internal_partition_owner(p)``: the
     node owning ``__consumer_offsets`` partition ``p`` (markers for transactional
     offsets go there). ``partition_exists`` defaults to the cluster view.
+    ``transaction_version``: the finalized transaction.version (KIP-890); defaults to
+    the cluster view's.
     """
     config = config or TxnConfig()
     return TransactionCoordinator(
@@ -54,4 +58,5 @@ def create_transaction_coordinator(
         marker_routing=ViewRouting(view, internal_partition_owner, refresh_view),
         partition_exists=partition_exists or view_partition_exists(view),
         config=config,
+        transaction_version=transaction_version or (lambda: finalized_transaction_version(view())),
     )

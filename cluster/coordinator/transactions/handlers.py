@@ -14,8 +14,11 @@ from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode as E
 
+from ...protocol import verify_codecs
 from ...protocol.hot_codecs import add_partitions_to_txn_response, end_txn_response
 from ...server.dispatch import RequestContext
+from ..placement import GROUP_TOPIC
+from .state import TxnState
 
 if TYPE_CHECKING:
     from .coordinator import TransactionCoordinator
@@ -27,12 +30,18 @@ ADD_OFFSETS_TO_TXN = 25
 END_TXN = 26
 
 VERSIONS: dict[int, tuple[int, int]] = {
-    ADD_PARTITIONS_TO_TXN: (0, 3),  # v4+: KIP-890 batched/verify-only form (not yet)
+    ADD_PARTITIONS_TO_TXN: (0, 5),  # v4+: KIP-890 batched form, VerifyOnly (server-only)
     ADD_OFFSETS_TO_TXN: (0, 3),
-    END_TXN: (0, 3),  # v4: TV1 error semantics, v5: TV2 epoch bump (not yet)
+    END_TXN: (0, 5),  # v4: TRANSACTION_ABORTABLE known, v5: TV2 epoch bump (KIP-890)
 }
 
 NONE = 0
+
+
+def end_txn_transaction_version(api_version: int) -> int:
+    """The transaction.version an EndTxn client speaks: v5+ is TV2 (the client's request
+    version tells, as Kafka's ``EndTxnRequest.isTransactionV2Enabled``)."""
+    return 2 if api_version >= 5 else 0
 
 
 def fenced_for(version: int, error: int, first_version_with_fenced: int) -> int:
@@ -91,6 +100,41 @@ def partition_results(
     return {name: dict.fromkeys(parts, error) for name, parts in wanted.items()}
 
 
+def verify_partitions(
+    coordinator: TransactionCoordinator,
+    transactional_id: str,
+    producer_id: int,
+    producer_epoch: int,
+    partitions: Iterable[tuple[str, int]],
+    version: int,
+) -> dict[tuple[str, int], int]:
+    """AddPartitionsToTxn VerifyOnly (KIP-890 part 1): is each partition in the
+    ongoing transaction of this producer id and epoch? Changes nothing.
+
+    As Kafka's handleVerifyPartitionsInTransaction: unknown id or another producer id
+    -> INVALID_PRODUCER_ID_MAPPING, another epoch -> PRODUCER_FENCED, a transaction
+    being prepared -> CONCURRENT_TRANSACTIONS; a partition not in an Ongoing
+    transaction -> TRANSACTION_ABORTABLE (v5; v4 predates it: INVALID_TXN_STATE).
+    """
+    wanted = list(dict.fromkeys(partitions))
+    if not transactional_id:
+        return dict.fromkeys(wanted, int(E.invalid_request))
+    error = coordinator.coordinator_error(transactional_id)
+    md = coordinator.metadata(transactional_id)
+    if not error:
+        if md is None or md.producer_id != producer_id:
+            error = int(E.invalid_producer_id_mapping)
+        elif md.producer_epoch != producer_epoch:
+            error = int(E.producer_fenced)
+        elif md.state.is_prepare:
+            error = int(E.concurrent_transactions)
+    if error or md is None:
+        return dict.fromkeys(wanted, error)
+    missing = int(E.transaction_abortable) if version >= 5 else int(E.invalid_txn_state)
+    ongoing = md.state == TxnState.ONGOING
+    return {tp: NONE if ongoing and tp in md.partitions else missing for tp in wanted}
+
+
 class TransactionApis:
     """The request handlers, bound to one coordinator."""
 
@@ -98,6 +142,8 @@ class TransactionApis:
         self.c = coordinator
 
     async def add_partitions_to_txn(self, ctx: RequestContext, req: Any) -> Any:
+        if ctx.api_version >= 4:
+            return await self._add_partitions_batched(ctx, req)
         txn_id = req.v3_and_below_transactional_id
         if self.c.is_completing(txn_id):
             await self.c.wait_if_completing(txn_id)
@@ -115,6 +161,50 @@ class TransactionApis:
         errors = tuple(e for _, parts in topics for _, e in parts if e)
         return ctx.encoded(body, errors)
 
+    def _exists_or_offsets(self, topic: str, partition: int) -> bool:
+        """A broker adds ``__consumer_offsets`` partitions too (TxnOffsetCommit v5), which
+        the cluster view does not list (AddOffsetsToTxn adds them without this check)."""
+        return topic == GROUP_TOPIC or self.c.partition_exists(topic, partition)
+
+    async def _add_partitions_batched(self, ctx: RequestContext, req: Any) -> Any:
+        """AddPartitionsToTxn v4+ (from brokers only; the node refuses clients before
+        this runs): several transactions, each verified (VerifyOnly) or added."""
+        results = []
+        for txn in req.transactions:
+            wanted = [(t.name, p) for t in txn.topics for p in t.partitions]
+            if txn.verify_only:
+                errors = verify_partitions(
+                    self.c,
+                    txn.transactional_id,
+                    txn.producer_id,
+                    txn.producer_epoch,
+                    wanted,
+                    ctx.api_version,
+                )
+                by_topic: dict[str, dict[int, int]] = {}
+                for (name, p), code in errors.items():
+                    by_topic.setdefault(name, {})[p] = code
+            else:
+                if self.c.is_completing(txn.transactional_id):
+                    await self.c.wait_if_completing(txn.transactional_id)
+                by_topic = partition_results(
+                    self.c,
+                    self._exists_or_offsets,
+                    txn.transactional_id,
+                    txn.producer_id,
+                    txn.producer_epoch,
+                    [(t.name, t.partitions) for t in txn.topics],
+                    ctx.api_version,
+                )
+            results.append(
+                (
+                    txn.transactional_id,
+                    [(name, list(parts.items())) for name, parts in by_topic.items()],
+                )
+            )
+        codes = tuple(e for _, topics in results for _, parts in topics for _, e in parts if e)
+        return ctx.encoded(verify_codecs.add_partitions_to_txn_response(0, results), codes)
+
     async def add_offsets_to_txn(self, ctx: RequestContext, req: Any) -> Any:
         await self.c.wait_if_completing(req.transactional_id)
         error = self.c.add_offsets(
@@ -125,11 +215,18 @@ class TransactionApis:
     async def end_txn(self, ctx: RequestContext, req: Any) -> Any:
         if self.c.is_completing(req.transactional_id):
             await self.c.wait_if_completing(req.transactional_id)
-        error = self.c.end_txn(
-            req.transactional_id, req.producer_id, req.producer_epoch, bool(req.committed)
+        result = await self.c.end_transaction(
+            req.transactional_id,
+            req.producer_id,
+            req.producer_epoch,
+            bool(req.committed),
+            end_txn_transaction_version(ctx.api_version),
         )
-        error = fenced_for(ctx.api_version, error, 2)
-        return ctx.encoded(end_txn_response(ctx.api_version, error), (error,) if error else ())
+        error = fenced_for(ctx.api_version, result.error, 2)
+        body = end_txn_response(
+            ctx.api_version, error, 0, result.producer_id, result.producer_epoch
+        )
+        return ctx.encoded(body, (error,) if error else ())
 
     def by_api_key(self) -> dict[int, Any]:
         return {
@@ -153,7 +250,9 @@ __all__ = [
     "OWNER",
     "VERSIONS",
     "TransactionApis",
+    "end_txn_transaction_version",
     "fenced_for",
     "partition_results",
     "register_transaction_apis",
+    "verify_partitions",
 ]

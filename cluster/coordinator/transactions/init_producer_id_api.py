@@ -1,4 +1,4 @@
-"""InitProducerId (22) v0-v4, served by every node.
+"""InitProducerId (22) v0-v5, served by every node.
 
 A null transactional id (idempotent producer) gets a fresh producer id from the
 node's producer-id blocks, on any node. A transactional id is served by the local
@@ -9,6 +9,8 @@ coordinator answers NOT_COORDINATOR, so the client looks the coordinator up agai
 PRODUCER_FENCED is answered as INVALID_PRODUCER_EPOCH below v4 (as Kafka does).
 v3+ carries the producer id/epoch the client knows (KIP-360): both -1 for a new
 producer, both set for a re-initialisation; one without the other is INVALID_REQUEST.
+v5 (KIP-890) only lets the answer carry TRANSACTION_ABORTABLE, which the coordinator
+never needs here.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ log = logging.getLogger(__name__)
 
 INIT_PRODUCER_ID = 22
 MIN_VERSION = 0
-MAX_VERSION = 4  # v5: KIP-890 TV2 clients, v6: KIP-939 2PC (not yet)
+MAX_VERSION = 5  # v5: KIP-890 (TRANSACTION_ABORTABLE known), v6: KIP-939 2PC (not yet)
 
 
 class ProducerIds(Protocol):

@@ -61,7 +61,10 @@ log = logging.getLogger(__name__)
 TopicPartition = tuple[str, int]
 
 WRITE_TXN_MARKERS = 27
-MARKER_VERSION = 1
+MARKER_VERSION = 2
+"""WriteTxnMarkers v2 (KIP-890) says which transaction version wrote the marker, so a
+broker checks a TV2 marker's bumped epoch as strictly newer than the data's. Markers
+only go to this cluster's own brokers, which all serve v1-v2."""
 GROUP_TOPIC = "__consumer_offsets"
 
 RETRIABLE = frozenset(

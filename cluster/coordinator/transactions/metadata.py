@@ -6,12 +6,17 @@ the metadata; the coordinator appends the transit to the transaction log and onl
 then :meth:`TransactionMetadata.apply`-s it. A failed append therefore leaves memory
 exactly as the log says, and replaying the log rebuilds exactly what is in memory.
 
-Fields reserved for later work (stored and replayed, not acted on yet):
+KIP-890 part 2 (a client on transaction.version 2, ``client_transaction_version``):
+every EndTxn bumps the epoch (PrepareX carries epoch + 1 and the markers are written
+with it); an EndTxn at the last epoch (Short.MaxValue - 1) writes PrepareX at
+Short.MaxValue with ``next_producer_id`` set, and CompleteX moves onto that producer id
+at epoch 0. ``last_producer_id`` (Kafka's PreviousProducerId) and
+``last_producer_epoch`` say what the client used, so a retried EndTxn whose response
+was lost gets the same answer.
 
-* KIP-890 (transaction.version 2): ``client_transaction_version`` and
-  ``next_producer_id`` (the id an epoch-exhausting TV2 commit rotates to).
-* KIP-939 (2PC): ``two_phase_commit`` (no timeout for such transactions) and
-  ``next_producer_epoch`` (with ``next_producer_id``: the keep-prepared identity).
+Reserved for KIP-939 (2PC), stored and replayed, not acted on yet:
+``two_phase_commit`` (no timeout for such transactions) and ``next_producer_epoch``
+(with ``next_producer_id``: the keep-prepared identity).
 """
 
 from __future__ import annotations
@@ -31,9 +36,22 @@ NO_PRODUCER_EPOCH = -1
 MAX_EPOCH = 32767  # Short.MaxValue
 
 
+TV2 = 2
+VALUE_VERSIONS = (0, 1)
+VALUE_VERSION = 1
+"""Transaction-log value versions (as Kafka's TransactionLogValue): 1 is written once
+transaction.version >= 1, or whenever a record carries a TV1/TV2 client's fields."""
+"""The transaction.version from which every transaction end bumps the epoch."""
+
+
 def is_epoch_exhausted(epoch: int) -> bool:
     """Kafka never hands out Short.MaxValue, so it can always fence the last epoch it gave."""
     return epoch >= MAX_EPOCH - 1
+
+
+def supports_epoch_bump(transaction_version: int) -> bool:
+    """KIP-890 part 2: TV2 clients get a new epoch with every EndTxn."""
+    return transaction_version >= TV2
 
 
 class TxnTransit(NamedTuple):
@@ -57,25 +75,43 @@ class TxnTransit(NamedTuple):
     next_producer_epoch: int = NO_PRODUCER_EPOCH
     two_phase_commit: bool = False
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "state": self.state.value,
-            "pid": self.producer_id,
-            "last_pid": self.last_producer_id,
-            "epoch": self.producer_epoch,
-            "last_epoch": self.last_producer_epoch,
-            "timeout_ms": self.txn_timeout_ms,
-            "partitions": sorted([t, p] for t, p in self.partitions),
-            "start_ms": self.txn_start_ms,
-            "update_ms": self.txn_last_update_ms,
-            "tv": self.client_transaction_version,
-            "next_pid": self.next_producer_id,
-            "next_epoch": self.next_producer_epoch,
-            "two_pc": self.two_phase_commit,
-        }
+    def to_json(self, value_version: int = VALUE_VERSION) -> dict[str, Any]:
+        """The transaction-log value. Version 1 (transaction.version >= 1, KIP-890) adds
+        ``tv`` (ClientTransactionVersion) and ``next_pid`` (NextProducerId) and says
+        ``"v": 1``; version 0 has neither (as every record written before KIP-890)."""
+        if value_version not in VALUE_VERSIONS:
+            raise ValueError(f"unknown transaction log value version {value_version}")
+        value: dict[str, Any] = {"v": 1} if value_version >= 1 else {}
+        value.update(
+            state=self.state.value,
+            pid=self.producer_id,
+            last_pid=self.last_producer_id,
+            epoch=self.producer_epoch,
+            last_epoch=self.last_producer_epoch,
+            timeout_ms=self.txn_timeout_ms,
+            partitions=sorted([t, p] for t, p in self.partitions),
+            start_ms=self.txn_start_ms,
+            update_ms=self.txn_last_update_ms,
+        )
+        if value_version >= 1:
+            value["tv"] = self.client_transaction_version
+            value["next_pid"] = self.next_producer_id
+        value["next_epoch"] = self.next_producer_epoch
+        value["two_pc"] = self.two_phase_commit
+        return value
+
+    @property
+    def needs_value_v1(self) -> bool:
+        """Whether version 0 would lose something (a TV1/TV2 client's fields)."""
+        return self.client_transaction_version != 0 or self.next_producer_id != NO_PRODUCER_ID
 
     @classmethod
     def from_json(cls, value: dict[str, Any]) -> TxnTransit:
+        """Any value version (records without ``"v"`` are version 0: absent fields take
+        their defaults)."""
+        version = int(value.get("v", 0))
+        if version not in VALUE_VERSIONS:
+            raise ValueError(f"unknown transaction log value version {version}")
         state = TxnState.from_name(value["state"])
         if state is None:
             raise ValueError(f"unknown transaction state {value['state']!r}")
@@ -107,8 +143,9 @@ class TransactionMetadata:
     transactional_id: str
     producer_id: int
     last_producer_id: int = NO_PRODUCER_ID
-    """The producer id before the last InitProducerId (== producer_id after a plain epoch
-    bump, the old id after a rotation); KIP-360's LastProducerId."""
+    """The producer id before the last InitProducerId or TV2 transaction end (==
+    producer_id after a plain epoch bump, the old id after a rotation); KIP-360's
+    LastProducerId, KIP-890's PreviousProducerId."""
     producer_epoch: int = NO_PRODUCER_EPOCH
     last_producer_epoch: int = NO_PRODUCER_EPOCH
     """The epoch a KIP-360 bump started from (-1 after an InitProducerId from a new
@@ -221,21 +258,24 @@ class TransactionMetadata:
         No expected epoch: a new producer instance; bump, forget the last epoch.
         Expected == current (or there is no current): a KIP-360 bump; remember the epoch
         it started from. Expected == last epoch: a retry of a bump already done; return
-        the current epoch unchanged. Anything else raises :class:`EpochError`.
+        the current epoch unchanged (never Short.MaxValue, which only a fence reaches).
+        Anything else raises :class:`EpochError` -- also when the epochs are exhausted
+        and the request is not one the caller rotates for (it then names an epoch that
+        has been fenced).
         """
-        if self.is_epoch_exhausted:
-            raise RuntimeError(f"no epochs left for producer id {self.producer_id}")
         if expected_epoch is None:
             epoch, last = self.producer_epoch + 1, NO_PRODUCER_EPOCH
         elif self.producer_epoch == NO_PRODUCER_EPOCH or expected_epoch == self.producer_epoch:
             epoch, last = self.producer_epoch + 1, self.producer_epoch
-        elif expected_epoch == self.last_producer_epoch:
+        elif expected_epoch == self.last_producer_epoch and self.producer_epoch < MAX_EPOCH:
             epoch, last = self.producer_epoch, self.last_producer_epoch
         else:
             raise EpochError(
                 f"expected epoch {expected_epoch} is neither the current {self.producer_epoch}"
                 f" nor the last {self.last_producer_epoch}"
             )
+        if epoch > self.producer_epoch and self.is_epoch_exhausted:
+            raise RuntimeError(f"no epochs left for producer id {self.producer_id}")
         return self._transit(
             S.EMPTY,
             last_producer_id=self.producer_id if self.producer_epoch >= 0 else NO_PRODUCER_ID,
@@ -265,47 +305,128 @@ class TransactionMetadata:
             txn_last_update_ms=now_ms,
         )
 
-    def prepare_add_partitions(self, added: Iterable[TopicPartition], now_ms: int) -> TxnTransit:
+    def prepare_add_partitions(
+        self,
+        added: Iterable[TopicPartition],
+        now_ms: int,
+        client_transaction_version: int | None = None,
+    ) -> TxnTransit:
+        """AddPartitionsToTxn (or the broker's implicit add for a TV2 client, which
+        records the client's transaction version; None keeps the recorded one)."""
         start = now_ms if self.state.can_start_transaction else self.txn_start_ms
+        if client_transaction_version is None:
+            client_transaction_version = self.client_transaction_version
         return self._transit(
             S.ONGOING,
             partitions=frozenset(self.partitions) | frozenset(added),
             txn_start_ms=start,
             txn_last_update_ms=now_ms,
+            client_transaction_version=client_transaction_version,
         )
 
-    def prepare_end(self, commit: bool, now_ms: int) -> TxnTransit:
-        """EndTxn from the client: Ongoing -> PrepareCommit/PrepareAbort (TV0/TV1: same epoch)."""
-        target = S.PREPARE_COMMIT if commit else S.PREPARE_ABORT
-        return self._transit(target, txn_last_update_ms=now_ms)
+    def prepare_end(
+        self,
+        commit: bool,
+        now_ms: int,
+        client_transaction_version: int = 0,
+        next_producer_id: int = NO_PRODUCER_ID,
+    ) -> TxnTransit:
+        """EndTxn from the client: Ongoing -> PrepareCommit/PrepareAbort.
 
-    def prepare_fence_and_abort(self, now_ms: int) -> TxnTransit:
+        TV0/TV1: the same epoch. TV2: epoch + 1, the epoch the client used kept as the
+        last epoch, the producer id as the previous one; ``next_producer_id`` (given
+        when the epoch is exhausted) is where CompleteX moves the id. A TV2 abort may
+        also start from Empty/Complete* (nothing was added): its start time is now.
+        """
+        target = S.PREPARE_COMMIT if commit else S.PREPARE_ABORT
+        if not supports_epoch_bump(client_transaction_version):
+            return self._transit(
+                target,
+                txn_last_update_ms=now_ms,
+                client_transaction_version=client_transaction_version,
+            )
+        epoch = self.producer_epoch + 1
+        if self.producer_epoch >= MAX_EPOCH:
+            if commit:
+                raise RuntimeError(f"cannot commit producer id {self.producer_id} at epoch MAX")
+            epoch = MAX_EPOCH  # an abort at MAX goes through without a bump (Kafka)
+        if is_epoch_exhausted(self.producer_epoch) and next_producer_id == NO_PRODUCER_ID:
+            raise RuntimeError(f"producer id {self.producer_id} needs a next producer id")
+        nothing_added = self.state != S.ONGOING
+        return self._transit(
+            target,
+            last_producer_id=self.producer_id,
+            producer_epoch=epoch,
+            last_producer_epoch=self.producer_epoch,
+            txn_start_ms=now_ms if nothing_added else self.txn_start_ms,
+            txn_last_update_ms=now_ms,
+            client_transaction_version=client_transaction_version,
+            next_producer_id=next_producer_id,
+        )
+
+    def prepare_fence_and_abort(self, now_ms: int, transaction_version: int = 0) -> TxnTransit:
         """Abort the open transaction with a bumped epoch, fencing its producer.
 
         Ongoing -> PrepareEpochFence -> PrepareAbort in one step (PrepareEpochFence is
         never persisted). The bumped epoch is never returned to a client: whoever asked
         (InitProducerId) retries and bumps again, possibly onto a new producer id.
+
+        Under TV2 the abort bumps once more (as every TV2 transaction end does), so a
+        zombie's EndTxn with the epoch it had does not look like a retry of this abort.
         """
         check_transition(self.state, S.PREPARE_EPOCH_FENCE, self.transactional_id)
         check_transition(S.PREPARE_EPOCH_FENCE, S.PREPARE_ABORT, self.transactional_id)
         if self.producer_epoch >= MAX_EPOCH:
             raise RuntimeError(f"cannot fence producer id {self.producer_id} at epoch MAX")
+        fenced = self.producer_epoch + 1
+        if not supports_epoch_bump(transaction_version):
+            return self.snapshot()._replace(
+                state=S.PREPARE_ABORT,
+                producer_epoch=fenced,
+                last_producer_epoch=NO_PRODUCER_EPOCH,
+                txn_last_update_ms=now_ms,
+                client_transaction_version=transaction_version,
+            )
         return self.snapshot()._replace(
             state=S.PREPARE_ABORT,
-            producer_epoch=self.producer_epoch + 1,
-            last_producer_epoch=NO_PRODUCER_EPOCH,
+            last_producer_id=self.producer_id,
+            producer_epoch=min(fenced + 1, MAX_EPOCH),
+            last_producer_epoch=fenced,
             txn_last_update_ms=now_ms,
+            client_transaction_version=transaction_version,
+            next_producer_id=NO_PRODUCER_ID,
         )
 
     def prepare_complete(self, now_ms: int) -> TxnTransit:
-        """All markers are written: PrepareX -> CompleteX, partitions cleared."""
+        """All markers are written: PrepareX -> CompleteX, partitions cleared.
+
+        TV2: a transaction that exhausted the epoch moves onto ``next_producer_id`` at
+        epoch 0 (the previous producer id and the last epoch stay what the client
+        used, so its retry is recognised)."""
         if self.state == S.PREPARE_COMMIT:
             target = S.COMPLETE_COMMIT
         elif self.state == S.PREPARE_ABORT:
             target = S.COMPLETE_ABORT
         else:
             raise RuntimeError(f"cannot complete a transaction in state {self.state.value}")
-        return self._transit(target, partitions=frozenset(), txn_last_update_ms=now_ms)
+        if not supports_epoch_bump(self.client_transaction_version):
+            return self._transit(target, partitions=frozenset(), txn_last_update_ms=now_ms)
+        if self.next_producer_id != NO_PRODUCER_ID:
+            return self._transit(
+                target,
+                producer_id=self.next_producer_id,
+                last_producer_id=self.producer_id,
+                producer_epoch=0,
+                partitions=frozenset(),
+                txn_last_update_ms=now_ms,
+                next_producer_id=NO_PRODUCER_ID,
+            )
+        return self._transit(
+            target,
+            last_producer_id=self.producer_id,
+            partitions=frozenset(),
+            txn_last_update_ms=now_ms,
+        )
 
     def prepare_dead(self) -> TxnTransit:
         return self._transit(S.DEAD, partitions=frozenset())
@@ -315,9 +436,13 @@ __all__ = [
     "MAX_EPOCH",
     "NO_PRODUCER_EPOCH",
     "NO_PRODUCER_ID",
+    "TV2",
+    "VALUE_VERSION",
+    "VALUE_VERSIONS",
     "EpochError",
     "TopicPartition",
     "TransactionMetadata",
     "TxnTransit",
     "is_epoch_exhausted",
+    "supports_epoch_bump",
 ]

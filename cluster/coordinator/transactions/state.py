@@ -9,6 +9,7 @@ Lifecycle of one transactional id (TV0/TV1, as librdkafka uses it)::
     Empty / CompleteCommit / CompleteAbort --AddPartitions/AddOffsets--> Ongoing
     Ongoing --EndTxn(commit)--> PrepareCommit --all markers written--> CompleteCommit
     Ongoing --EndTxn(abort)---> PrepareAbort  --all markers written--> CompleteAbort
+    Empty / Complete* --EndTxn v5 (TV2) abort--> PrepareAbort (an epoch bump, no partitions)
     Ongoing --InitProducerId by a new instance / timeout--> PrepareEpochFence --> PrepareAbort
     Empty / Complete* --InitProducerId--> Empty (epoch bump or new producer id)
     Empty / Complete* --expiration--> Dead (the id is removed)
@@ -100,7 +101,11 @@ VALID_PREVIOUS: dict[TxnState, frozenset[TxnState]] = {
     S.EMPTY: frozenset({S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT}),
     S.ONGOING: frozenset({S.ONGOING, S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT}),
     S.PREPARE_COMMIT: frozenset({S.ONGOING}),
-    S.PREPARE_ABORT: frozenset({S.ONGOING, S.PREPARE_EPOCH_FENCE}),
+    # Empty/Complete* -> PrepareAbort: a TV2 client aborts a transaction that added no
+    # partition (the abort still bumps its epoch; Kafka 4.x allows it).
+    S.PREPARE_ABORT: frozenset(
+        {S.ONGOING, S.PREPARE_EPOCH_FENCE, S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT}
+    ),
     S.COMPLETE_COMMIT: frozenset({S.PREPARE_COMMIT}),
     S.COMPLETE_ABORT: frozenset({S.PREPARE_ABORT}),
     S.DEAD: frozenset({S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT}),

@@ -4,7 +4,10 @@
 Keys and values are compact JSON (inspectable with ``jq`` after a run):
 
 - ``["txn", transactional_id]`` -> the id's metadata after its last change
-  (:meth:`TxnTransit.to_json`); a tombstone when the id expired.
+  (:meth:`TxnTransit.to_json`); a tombstone when the id expired. Values are versioned
+  as Kafka's TransactionLogValue: version 0 (no ``"v"``) as before KIP-890, version 1
+  (``"v":1``) adds the client's transaction version and NextProducerId
+  (:func:`value_version` picks one); every version stays readable.
 - ``["epoch"]`` -> ``{"coordinator_epoch": n}``: bumped and written every time the
   partition is loaded, before anything is served, so the markers of an older
   incarnation carry a smaller coordinator epoch and brokers fence them.
@@ -18,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ...storage.state_log import Record, StateLog, scan
-from .metadata import TxnTransit
+from .metadata import VALUE_VERSION, VALUE_VERSIONS, TxnTransit
 
 EPOCH_KEY = b'["epoch"]'
 
@@ -41,8 +44,22 @@ def txn_key(transactional_id: str) -> bytes:
     return key
 
 
-def txn_record(transactional_id: str, transit: TxnTransit) -> Record:
-    return Record(txn_key(transactional_id), encode_transit(transit))
+def value_version(transit: TxnTransit, transaction_version: int | None) -> int:
+    """The value version to write: 1 once the finalized transaction.version is >= 1
+    (Kafka's ``transactionLogValueVersion``), and always when version 0 would drop
+    the record's KIP-890 fields (a TV2 client on a cluster whose level is unknown)."""
+    if (transaction_version is not None and transaction_version >= 1) or transit.needs_value_v1:
+        return 1
+    return 0
+
+
+def txn_record(
+    transactional_id: str, transit: TxnTransit, transaction_version: int | None = None
+) -> Record:
+    return Record(
+        txn_key(transactional_id),
+        encode_transit(transit, value_version(transit, transaction_version)),
+    )
 
 
 _json_str = json.encoder.encode_basestring  # the C encoder, as ensure_ascii=False uses
@@ -63,19 +80,32 @@ def _partitions_json(partitions: frozenset[tuple[str, int]]) -> str:
     return cached
 
 
-def encode_transit(t: TxnTransit) -> bytes:
-    """``_dumps(t.to_json())``, written directly (three of these per transaction; the
-    generic encoder costs several times more). The unit tests hold them equal."""
+def encode_transit(t: TxnTransit, version: int = VALUE_VERSION) -> bytes:
+    """``_dumps(t.to_json(version))``, written directly (three of these per
+    transaction; the generic encoder costs several times more). The unit tests hold
+    them equal."""
+    if version not in VALUE_VERSIONS:
+        raise ValueError(f"unknown transaction log value version {version}")
     partitions = _partitions_json(t.partitions) if t.partitions else ""
+    v1 = version >= 1
     return (
-        f'{{"state":{_json_str(t.state.value)},"pid":{int(t.producer_id)},'
+        f'{{{_V1_HEAD if v1 else ""}"state":{_json_str(t.state.value)},'
+        f'"pid":{int(t.producer_id)},'
         f'"last_pid":{int(t.last_producer_id)},"epoch":{int(t.producer_epoch)},'
         f'"last_epoch":{int(t.last_producer_epoch)},"timeout_ms":{int(t.txn_timeout_ms)},'
         f'"partitions":[{partitions}],"start_ms":{int(t.txn_start_ms)},'
-        f'"update_ms":{int(t.txn_last_update_ms)},"tv":{int(t.client_transaction_version)},'
-        f'"next_pid":{int(t.next_producer_id)},"next_epoch":{int(t.next_producer_epoch)},'
+        f'"update_ms":{int(t.txn_last_update_ms)},'
+        + (
+            f'"tv":{int(t.client_transaction_version)},"next_pid":{int(t.next_producer_id)},'
+            if v1
+            else ""
+        )
+        + f'"next_epoch":{int(t.next_producer_epoch)},'
         f'"two_pc":{"true" if t.two_phase_commit else "false"}}}'
     ).encode()
+
+
+_V1_HEAD = '"v":1,'
 
 
 def tombstone(transactional_id: str) -> Record:
@@ -126,10 +156,14 @@ def read_partition(path: Path) -> LoadedPartition:
     return decode(state)
 
 
-def live_records(coordinator_epoch: int, transactions: dict[str, TxnTransit]) -> list[Record]:
+def live_records(
+    coordinator_epoch: int,
+    transactions: dict[str, TxnTransit],
+    transaction_version: int | None = None,
+) -> list[Record]:
     """Everything a compacted log must contain to replay to the current state."""
     records = [epoch_record(coordinator_epoch)]
-    records.extend(txn_record(tid, t) for tid, t in transactions.items())
+    records.extend(txn_record(tid, t, transaction_version) for tid, t in transactions.items())
     return records
 
 

@@ -1,0 +1,192 @@
+"""Hanging transactions, over what the run left besides the history: the final cluster state
+(final_state.json), the harness's LSO / high-watermark samples, the fault log.  The reference
+of analysis/checkers/hanging_transactions.py (its docstring states the four rules)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ...harness.history.schema import MetricName
+from .rows import Judged, row
+
+NAME = "hanging_transactions"
+KINDS = ("end_lso_lag", "stale_open_transaction", "coordinator_mismatch", "lso_stall")
+ABORT_CLEANUP_INTERVAL_MS = 10_000
+SAMPLING_SLACK_MS = 5_000
+ACTIVE_STATES = {"Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence", "Prepared"}
+
+
+@dataclass
+class RunFacts:
+    """What a run leaves besides its history (the run directory's other files)."""
+
+    final_state: dict[str, Any] | None = None
+    #: metric samples (rows of metrics.parquet); None when the run has no metrics
+    metrics: list[dict[str, Any]] | None = None
+    faults: list[dict[str, Any]] = field(default_factory=list)
+    transaction_max_timeout_ms: int = 900_000
+    transaction_timeout_ms: int = 60_000
+
+
+def _end_lso_lag(fs: dict[str, Any], opens: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """(a) A partition whose LSO is below its high watermark when the final state was taken."""
+    by_tp: dict[tuple[Any, Any], list[dict[str, Any]]] = defaultdict(list)
+    for o in opens:
+        by_tp[(o.get("topic"), o.get("partition"))].append(o)
+    return [
+        row(
+            NAME,
+            "end_lso_lag",
+            fs.get("captured_ns"),
+            {
+                "topic": p["topic"],
+                "partition": p["partition"],
+                "lso": p["lso"],
+                "high_watermark": p["high_watermark"],
+                "lag": p["high_watermark"] - p["lso"],
+                "open_transactions": by_tp.get((p["topic"], p["partition"]), []),
+            },
+            as_json=False,
+        )
+        for p in fs["partitions"]
+        if p["lso"] < p["high_watermark"]
+    ]
+
+
+def _stale(fs: dict[str, Any], opens: list[dict[str, Any]], max_ms: int) -> list[dict[str, Any]]:
+    """(b) Per producer id: an open transaction (on a partition, or active at its coordinator)
+    older than transaction.max.timeout.ms at capture."""
+    captured = fs.get("captured_ns")
+    if captured is None:
+        return []
+    max_ns = max_ms * 1_000_000
+
+    def old(x: dict[str, Any]) -> bool:
+        return x.get("start_ns") is not None and captured - x["start_ns"] > max_ns
+
+    stale: dict[Any, dict[str, Any]] = {}
+    for o in opens:
+        if old(o):
+            stale.setdefault(o.get("producer_id"), {"partition_state": [], "coordinator": None})[
+                "partition_state"
+            ].append(o)
+    for c in fs.get("coordinator_transactions") or []:
+        if c.get("state") in ACTIVE_STATES and old(c):
+            stale.setdefault(c.get("producer_id"), {"partition_state": [], "coordinator": None})[
+                "coordinator"
+            ] = c
+    rows = []
+    for pid, ev in sorted(stale.items(), key=lambda kv: str(kv[0])):
+        starts = [o.get("start_ns") for o in ev["partition_state"]]
+        if ev["coordinator"]:
+            starts.append(ev["coordinator"].get("start_ns"))
+        start = min(s for s in starts if s is not None)
+        evidence = {
+            "producer_id": pid,
+            "age_ms": (captured - start) // 1_000_000,
+            "transaction_max_timeout_ms": max_ms,
+            **ev,
+        }
+        rows.append(row(NAME, "stale_open_transaction", start, evidence, as_json=False))
+    return rows
+
+
+def _mismatch(fs: dict[str, Any], opens: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """(c) A partition's open transaction whose producer id the coordinator does not list as
+    active (for that partition, when it lists partitions)."""
+    coord = fs.get("coordinator_transactions")
+    if coord is None:
+        return []
+    active: dict[Any, list[dict[str, Any]]] = defaultdict(list)
+    for c in coord:
+        if c.get("state") in ACTIVE_STATES:
+            active[c.get("producer_id")].append(c)
+
+    def known(o: dict[str, Any], c: dict[str, Any]) -> bool:
+        here = (o.get("topic"), o.get("partition"))
+        return not c.get("partitions") or any(
+            (q.get("topic"), q.get("partition")) == here for q in c["partitions"]
+        )
+
+    return [
+        row(
+            NAME,
+            "coordinator_mismatch",
+            o.get("start_ns") or fs.get("captured_ns"),
+            {
+                "partition_open_transaction": o,
+                "coordinator_view": [
+                    c for c in coord if c.get("producer_id") == o.get("producer_id")
+                ],
+            },
+            as_json=False,
+        )
+        for o in opens
+        if not any(known(o, c) for c in active.get(o.get("producer_id"), []))
+    ]
+
+
+def _lso_stalls(facts: RunFacts, metrics: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """(d) In the harness samples (max over nodes per time), a partition's LSO stood still over a
+    run of samples while its high watermark rose, and stayed below the high watermark for longer
+    than transaction.timeout.ms + the abort-cleanup interval + sampling slack, timed from the
+    run's first sample with the high watermark above the LSO (an idle partition is not
+    stalled)."""
+    lso_n, hw_n = MetricName.HARNESS_LSO.value, MetricName.HARNESS_HIGH_WATERMARK.value
+    at: dict[tuple[Any, Any], dict[int, dict[str, float]]] = defaultdict(dict)
+    for m in metrics:
+        if m["name"] in (lso_n, hw_n) and m.get("topic") is not None:
+            s = at[(m["topic"], m.get("partition"))].setdefault(m["time_ns"], {})
+            s[m["name"]] = max(s.get(m["name"], m["value"]), m["value"])
+    allowed_ms = facts.transaction_timeout_ms + ABORT_CLEANUP_INTERVAL_MS + SAMPLING_SLACK_MS
+    rows = []
+    for (topic, part), by_time in at.items():
+        samples = [(t, s[lso_n], s[hw_n]) for t, s in sorted(by_time.items()) if len(s) == 2]
+        runs: list[list[tuple[int, float, float]]] = []
+        for smp in samples:
+            if runs and runs[-1][-1][1] == smp[1]:
+                runs[-1].append(smp)
+            else:
+                runs.append([smp])
+        for run in runs:
+            (_, lso, hw_start), (end, _, hw_end) = run[0], run[-1]
+            start = next((t for t, lo, hw in run if hw > lo), None)
+            if start is None or not (
+                hw_end > hw_start and hw_end > lso and end - start > allowed_ms * 1_000_000
+            ):
+                continue
+            faults = [
+                f for f in facts.faults if f["start_ns"] <= end and (f["end_ns"] or end) >= start
+            ]
+            ev = {
+                "topic": topic,
+                "partition": part,
+                "lso": lso,
+                "high_watermark": [hw_start, hw_end],
+                "stalled_ms": (end - start) // 1_000_000,
+                "allowed_ms": allowed_ms,
+                "from_ns": start,
+                "to_ns": end,
+                "overlapping_faults": faults,
+            }
+            rows.append(row(NAME, "lso_stall", start, ev, as_json=False))
+    return rows
+
+
+def hanging_transactions(facts: RunFacts) -> Judged:
+    """(a)-(c) from the final state, (d) from the harness samples; unknown without either."""
+    out = Judged(NAME, KINDS)
+    fs = facts.final_state
+    if fs is not None:
+        opens = fs.get("open_transactions") or []
+        out.rows += _end_lso_lag(fs, opens)
+        out.rows += _stale(fs, opens, facts.transaction_max_timeout_ms)
+        out.rows += _mismatch(fs, opens)
+    if facts.metrics is not None:
+        out.rows += _lso_stalls(facts, facts.metrics)
+    if fs is None and facts.metrics is None:
+        out.unknown = "neither final_state.json nor LSO samples in the run directory"
+    return out

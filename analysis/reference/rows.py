@@ -1,0 +1,56 @@
+"""The anomaly row every checker returns, ``(checker, kind, time_ns, weight, evidence)``, and one
+checker's result.  Evidence of the history checkers is shaped as the Spark checkers' JSON reads
+back: null fields of objects are left out (as ``to_json`` does), nulls inside lists kept."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+Row = dict[str, Any]
+
+
+def drop_nulls(x: Any) -> Any:
+    """``x`` without null object fields, at any depth (list elements are kept)."""
+    if isinstance(x, dict):
+        return {k: drop_nulls(v) for k, v in x.items() if v is not None}
+    if isinstance(x, list):
+        return [drop_nulls(v) for v in x]
+    return x
+
+
+def row(
+    checker: str,
+    kind: str,
+    time_ns: int | None,
+    evidence: dict[str, Any],
+    weight: int = 1,
+    *,
+    as_json: bool = True,
+) -> Row:
+    """An anomaly row; ``as_json``: evidence as JSON would carry it (see the module doc)."""
+    return {
+        "checker": checker,
+        "kind": kind,
+        "time_ns": time_ns,
+        "weight": weight,
+        "evidence": drop_nulls(evidence) if as_json else evidence,
+    }
+
+
+@dataclass
+class Judged:
+    """One checker's rows, or the reason it could not judge the history."""
+
+    name: str
+    kinds: tuple[str, ...]
+    rows: list[Row] = field(default_factory=list)
+    unknown: str | None = None
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """Anomalies per kind (a row counts its weight)."""
+        out = dict.fromkeys(self.kinds, 0)
+        for r in self.rows:
+            out[r["kind"]] = out.get(r["kind"], 0) + int(r["weight"])
+        return out

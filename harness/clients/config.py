@@ -1,0 +1,59 @@
+"""Our producer's settings, and the ways it can misbehave on purpose.
+
+Names follow the Java client's properties where there is one (``transactional.id`` is
+``transactional_id``, ``linger.ms`` is ``linger_ms``...). ``transaction_version`` None
+takes the cluster's finalized ``transaction.version`` at the start of each transaction;
+0, 1 or 2 forces one (2 on a cluster that does not serve Produce v12 / EndTxn v5 is refused).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+AddPartitionsOrder = Literal["before", "after", "never"]
+
+
+@dataclass(frozen=True)
+class Misbehavior:
+    """Deliberate client bugs, for reproducing what KIP-890's defenses are for.
+
+    * ``add_partitions`` (transaction.version 0/1): ``before`` is correct (AddPartitionsToTxn
+      answered before the first Produce to a partition); ``after`` writes first and adds the
+      partition once the write is acknowledged; ``never`` writes without adding it at all.
+    * ``skip_epoch_bump``: after an abortable error, do not bump the epoch with
+      InitProducerId (KIP-360) under transaction.version 0/1, so the next transaction reuses
+      the epoch a late request of the aborted one carries.
+
+    Held requests and stale epochs are methods of the producer (``hold_produce``,
+    ``hold_end_txn``, ``reuse_stale_epoch``).
+    """
+
+    add_partitions: AddPartitionsOrder = "before"
+    skip_epoch_bump: bool = False
+
+
+@dataclass(frozen=True)
+class ProducerConfig:
+    bootstrap: str
+    client_id: str = "txnchaos-producer"
+    #: None: an idempotent (non-transactional) producer.
+    transactional_id: str | None = None
+    transaction_timeout_ms: int = 60_000
+    #: None: the cluster's finalized transaction.version; 0/1/2 forces the protocol.
+    transaction_version: int | None = None
+    linger_ms: float = 5.0
+    batch_max_bytes: int = 1_048_576
+    request_timeout_ms: int = 30_000
+    delivery_timeout_ms: int = 120_000
+    retry_backoff_ms: int = 100
+    metadata_max_age_ms: int = 30_000
+    misbehavior: Misbehavior = field(default_factory=Misbehavior)
+
+    def __post_init__(self) -> None:
+        if self.transaction_version not in (None, 0, 1, 2):
+            raise ValueError(
+                f"transaction_version must be 0, 1, 2 or None, not {self.transaction_version}"
+            )
+        if self.transaction_timeout_ms <= 0 or self.request_timeout_ms <= 0:
+            raise ValueError("timeouts must be positive")

@@ -1,0 +1,58 @@
+"""Where locust's web UI listens, in terms both sides of ``txnchaos run --web`` share.
+
+The orchestrator must never import locust (it monkey-patches the whole process with gevent,
+and the orchestrator already runs real threads: proxies, scrapers, samplers). So the workload
+process binds the UI itself (port 0: the OS picks a free one, no race) and writes the URL to a
+file; the orchestrator, which only imports this locust-free module, checks the address up
+front and reads the URL back.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+
+__all__ = ["WebAddressError", "check_web_address", "read_web_url", "web_url", "write_web_url"]
+
+
+class WebAddressError(ValueError):
+    """The web UI could not listen on the address asked for."""
+
+
+def web_url(host: str, port: int) -> str:
+    """``http://HOST:PORT`` (an IPv6 host in brackets)."""
+    shown = f"[{host}]" if ":" in host and not host.startswith("[") else host
+    return f"http://{shown}:{port}"
+
+
+def check_web_address(host: str, port: int | None) -> None:
+    """Bind ``host:port`` (port 0 when None) once and let go: a bad host or a taken port is
+    refused before a cluster starts, not after."""
+    try:
+        infos = socket.getaddrinfo(host, port or 0, type=socket.SOCK_STREAM)
+    except OSError as exc:
+        raise WebAddressError(f"--web-host {host}: {exc.strerror or exc}") from exc
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the UI's server does
+        try:
+            s.bind(address)
+        except OSError as exc:
+            where = f"{host}:{port}" if port else host
+            raise WebAddressError(f"the web UI cannot listen on {where}: {exc.strerror}") from exc
+
+
+def write_web_url(path: Path, url: str) -> None:
+    """Write the URL whole (temporary file, then rename): a reader never sees half of it."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(url + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def read_web_url(path: Path) -> str | None:
+    """The URL the workload process wrote, or None while its UI is not serving yet."""
+    try:
+        return path.read_text(encoding="utf-8").strip() or None
+    except OSError:
+        return None

@@ -1,0 +1,84 @@
+"""The tv2_producer / tv2_copier user kinds are registered everywhere a kind is looked up:
+the workload config, the workers, the scenario's crash-fault checks and the nemesis's crash
+targets (the locust user bases are checked in a subprocess: importing locust patches the
+process with gevent)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from txnchaos.harness.nemesis.executor import _CRASH_TARGETS
+from txnchaos.harness.run.scenario import parse_scenario
+from txnchaos.harness.workload.config import (
+    KIND_PREFIX,
+    Tv2CopierSpec,
+    Tv2ProducerSpec,
+    WorkloadConfigError,
+    load_workload,
+)
+from txnchaos.harness.workload.workers import WORKERS, Tv2CopierWorker, Tv2ProducerWorker
+
+WORKLOAD = {
+    "topics": [{"name": "events", "partitions": 4}, {"name": "copies", "partitions": 2}],
+    "users": [
+        {"kind": "tv2_producer", "topics": ["events"], "transaction_version": 0},
+        {"kind": "tv2_copier", "input_topics": ["events"], "output_topic": "copies"},
+    ],
+}
+
+
+def test_config_and_workers() -> None:
+    cfg = load_workload(WORKLOAD)
+    producer, copier = cfg.users
+    assert isinstance(producer, Tv2ProducerSpec) and producer.transaction_version == 0
+    assert isinstance(copier, Tv2CopierSpec) and copier.transaction_version is None
+    assert cfg.process_prefix(producer) == KIND_PREFIX["tv2_producer"] == "tv2-producer"
+    assert WORKERS["tv2_producer"] is Tv2ProducerWorker
+    assert WORKERS["tv2_copier"] is Tv2CopierWorker
+    bad = {
+        **WORKLOAD,
+        "users": [{"kind": "tv2_producer", "topics": ["events"]} | {"transaction_version": 3}],
+    }
+    with pytest.raises(WorkloadConfigError, match="transaction_version"):
+        load_workload(bad)
+
+
+def test_crash_faults_accept_the_new_kinds() -> None:
+    scenario = parse_scenario(
+        {
+            "name": "x",
+            "workload": WORKLOAD,
+            "nemesis": {
+                "actions": [
+                    {"at": 1, "kind": "crash_producer", "client": "tv2_producer"},
+                    {"at": 2, "kind": "crash_consumer", "client": "tv2_copier"},
+                ]
+            },
+        }
+    )
+    assert {u.kind for u in scenario.workload.users} == {"tv2_producer", "tv2_copier"}
+    assert ("tv2_producer", "before-commit") in _CRASH_TARGETS["crash_producer"]
+    assert ("tv2_copier", "in-poll") in _CRASH_TARGETS["crash_consumer"]
+
+
+def test_locust_user_classes() -> None:
+    code = (
+        "import json, sys\n"
+        "from txnchaos.harness.workload.users import user_classes\n"
+        "from txnchaos.harness.workload.config import load_workload\n"
+        "cfg = load_workload(json.loads(sys.argv[1]))\n"
+        "print(sorted(c.__mro__[1].__name__ for c in user_classes(cfg)))\n"
+    )
+    import json
+
+    out = subprocess.run(
+        [sys.executable, "-c", code, json.dumps(WORKLOAD)],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    ).stdout
+    assert out.strip() == "['Tv2CopierUser', 'Tv2ProducerUser']"
