@@ -9,6 +9,7 @@ protocol), so both paths meet the same cluster.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -196,10 +197,16 @@ def test_send_offsets_to_transaction(bootstrap: str, mode: str) -> None:
             await p.close()
 
         run(main())
-        committed = member.committed(
-            [TopicPartition(source, 0), TopicPartition(source, 1)], timeout=30
-        )
-        assert sorted((tp.partition, tp.offset) for tp in committed) == [(0, 5), (1, 7)]
+        # The coordinator answers EndTxn before its markers reach the offsets partition (as
+        # Kafka): the offsets are pending until then, so wait for them to appear.
+        wanted = [TopicPartition(source, 0), TopicPartition(source, 1)]
+        committed: list[tuple[int, int]] = []
+        for _ in range(300):
+            committed = sorted((tp.partition, tp.offset) for tp in member.committed(wanted, 30))
+            if committed == [(0, 5), (1, 7)]:
+                break
+            time.sleep(0.1)
+        assert committed == [(0, 5), (1, 7)]
     finally:
         member.close()
     assert [v.decode() for v in committed_values(bootstrap, sink, range(2))] == ["copied"]

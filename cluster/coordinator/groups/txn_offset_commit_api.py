@@ -80,11 +80,14 @@ class TxnOffsetCommitApi:
     async def _verify(self, req: Any, version: int) -> int:
         """0, or the verification error for the whole request (see module doc)."""
         v = self.verification
-        if (
-            v is None
-            or not v.wanted(version)
-            or not self.c.owns(req.group_id)
-            or self.c.has_pending_txn_offsets(req.group_id, req.producer_id)
+        if v is None or not v.wanted(version) or not self.c.owns(req.group_id):
+            return 0
+        # Pending offsets show an ongoing transaction only to a verification; an implicit add
+        # (TV2) always asks, since they may be the previous transaction's whose markers are
+        # still on their way (the coordinator answers CONCURRENT_TRANSACTIONS until they land;
+        # else that transaction's abort marker would drop this one's offsets).
+        if not v.implicit_add(version) and self.c.has_pending_txn_offsets(
+            req.group_id, req.producer_id
         ):
             return 0
         return await v.check(

@@ -94,8 +94,11 @@ class TxnOffsetVerification:
         )
         if failed:
             return offsets_commit_error(next(iter(failed.values())))
-        if not state.verified(producer_id, guard):
-            return INVALID_TXN_STATE  # a marker ended the transaction meanwhile
+        # A marker that came meanwhile ended the verified transaction; after an implicit add
+        # (TV2) it can only be the previous one's (the coordinator refuses the add until that
+        # one's markers are written), and the epoch bump fences anything older
+        if not self.implicit_add(version) and not state.verified(producer_id, guard):
+            return INVALID_TXN_STATE
         state.clear(producer_id)
         return 0
 
