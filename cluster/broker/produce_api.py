@@ -190,9 +190,11 @@ class ProduceApi:
                     if partition is None:
                         result = await self._append_after_sync(t.name, p.index, p.records)
                     else:
-                        appended = self._append(
-                            t.name, p.index, p.records, partition, guards.get(key)
-                        )
+                        # after an implicit add (TV2) a marker met meanwhile is the previous
+                        # transaction's (the coordinator refuses the add until its markers
+                        # are written): the guard only protects a verification
+                        held = None if add else guards.get(key)
+                        appended = self._append(t.name, p.index, p.records, partition, held)
                         assert appended is not None
                         result = appended
                 if result[1]:
