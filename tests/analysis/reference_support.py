@@ -10,38 +10,16 @@ from typing import Any
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from txnchaos.analysis.checkers import (
-    aborted_read,
-    consume_transform_produce,
-    duplicate,
-    hanging_transactions,
-    inconsistent_offsets,
-    indeterminate_commit,
-    lost_write,
-    ordering,
-    precommitted_read,
-    torn_transaction,
-)
 from txnchaos.analysis.checkers.base import CheckOutput, Exact
 from txnchaos.analysis.checkers.context import CheckContext
 from txnchaos.analysis.load import load_run, prepare_run
+from txnchaos.analysis.pipeline import CHECKERS
 from txnchaos.analysis.projections import Projections
 from txnchaos.analysis.reference import judge
 from txnchaos.analysis.summary import summarize
 
 #: the Spark checkers the reference covers (metrics is not one: it judges the nodes' metrics)
-SPARK_CHECKERS = (
-    aborted_read,
-    precommitted_read,
-    lost_write,
-    duplicate,
-    inconsistent_offsets,
-    ordering,
-    torn_transaction,
-    consume_transform_produce,
-    indeterminate_commit,
-    hanging_transactions,
-)
+SPARK_CHECKERS = tuple(c for c in CHECKERS if c.NAME != "metrics")
 EXACT = ("wr", "first_read", "loc_min", "loc_max")
 
 Judgement = dict[str, tuple[str | None, list[dict[str, Any]]]]
