@@ -22,6 +22,7 @@ from ..harness.history.compact import (
     parquet_notes,
     read_faults,
 )
+from ..harness.history.final_state import FinalState
 from ..harness.history.run_dir import RunDir, RunDirError, open_run_dir
 from ..harness.history.schema import (
     HISTORY_ARROW_SCHEMA,
@@ -37,7 +38,7 @@ class RunData:
     history: DataFrame
     metrics: DataFrame | None
     faults: list[dict[str, Any]]
-    final_state: dict[str, Any] | None
+    final_state: FinalState | None
 
 
 #: how Spark reports a file it could not read (a corrupt Parquet page, a truncated file)

@@ -9,9 +9,10 @@ them and runs one job to materialise the (normally empty) anomaly set, then a fe
 counts, examples and plot data.  Shared projections (see projections.py) mean each history
 column is shuffled a handful of times in total, not once per checker.
 
-Independent work runs at once (parallel.py): the summary beside the report's LSO series; the
-two shuffles of the history (by value, by stream) beside the checkers of metrics and final
-state; then the other checkers in two groups, each with its own anomaly job.  One thread's
+Independent work runs at once (engine/parallel.py): the summary beside the report's LSO series; the
+two shuffles of the history (by value, by stream) beside the checkers that read neither; then the
+other checkers in groups by what they read, each with its own anomaly job (the schedule is
+derived from the checkers' declarations: checkers/registry.py).  One thread's
 planning and stage tails then overlap another's tasks.
 """
 
@@ -33,57 +34,27 @@ from pyspark.sql import functions as F
 
 from ..harness.history.run_dir import REPORT_HTML, VERDICT_JSON, RunDirError
 from ..harness.history.schema import MetricName
-from .checkers import (
-    aborted_read,
-    consume_transform_produce,
-    duplicate,
-    hanging_transactions,
-    inconsistent_offsets,
-    indeterminate_commit,
-    lost_write,
-    metrics,
-    ordering,
-    precommitted_read,
-    torn_transaction,
-)
 from .checkers.base import CheckOutput, Exact, Place
 from .checkers.context import CheckContext
+from .checkers.protocol import Checker
+from .checkers.registry import CHECKERS, schedule
+from .engine import (
+    SparkSettingsError,
+    class_archive,
+    get_session,
+    history_rows,
+    run_parallel,
+    tune_session,
+)
 from .fault_actions import read_schedule
 from .load import load_run, prepare_run, unreadable_file
-from .parallel import run_parallel
 from .projections import Projections
 from .report_series import report_series
-from .spark import SparkSettingsError, get_session, history_rows, tune_session
 from .summary import Summary, summarize
 from .verdict import INVALID, UNKNOWN, VALID, CheckerVerdict, Verdict, overall_status
 
-CHECKERS = (
-    aborted_read,
-    precommitted_read,
-    lost_write,
-    duplicate,
-    inconsistent_offsets,
-    ordering,
-    torn_transaction,
-    consume_transform_produce,
-    indeterminate_commit,
-    hanging_transactions,
-    metrics,
-)
-#: checkers that read the metrics, the final state and the transactions only: they run beside
-#: the shuffles of the history
-SIDE_CHECKERS = (hanging_transactions, metrics)
-#: the others, in two groups judged at once: what reads the streams, and what reads the values
-JUDGED = (
-    (ordering, torn_transaction, duplicate, lost_write),
-    (
-        consume_transform_produce,
-        aborted_read,
-        precommitted_read,
-        inconsistent_offsets,
-        indeterminate_commit,
-    ),
-)
+#: what runs when: derived from what each registered checker reads (checkers/registry.py)
+SCHEDULE = schedule(CHECKERS)
 SEC = 1_000_000_000
 MAX_PLOT_PARTITIONS = 10
 MAX_PLOT_POINTS = 400
@@ -343,7 +314,7 @@ def analyze(
     plots: dict[str, Any] = {}
 
     def side_job() -> dict[str, int]:
-        for mod in SIDE_CHECKERS:
+        for mod in SCHEDULE.side:
             done[mod.NAME] = _check(spark, mod, ctx, timings)
         with _job(spark, "summaries"):
             status = {
@@ -359,29 +330,32 @@ def analyze(
         return status
 
     def by_value() -> None:
-        with _job(spark, "projections by value"):
-            proj.materialise(proj.values, proj.offsets)
+        if SCHEDULE.by_value:
+            with _job(spark, "projections by value"):
+                proj.materialise(proj.values, proj.offsets)
 
     def by_stream() -> None:
-        with _job(spark, "projections by stream"):
-            proj.materialise(proj.stream, proj.spans)
+        if SCHEDULE.by_stream:
+            with _job(spark, "projections by stream"):
+                proj.materialise(proj.stream, proj.spans)
 
     # the two shuffles of the history, and the checkers that read little but metrics and the
-    # final state, at once (parallel.py); the other checkers then mostly read kept projections
+    # final state, at once (run_parallel); the other checkers then mostly read kept projections
     proj.prepare()
     txn_status, _, _ = run_parallel(spark, side_job, by_value, by_stream)
     timings["projections_s"] = time.perf_counter() - t
 
-    def judge(group: tuple[Any, ...]) -> AnomalyResults:
+    def judge(group: tuple[Checker, ...]) -> AnomalyResults:
         for mod in group:
             done[mod.NAME] = _check(spark, mod, ctx, timings)
         with _job(spark, "anomalies"):
             return _anomaly_results([f for mod in group for f in done[mod.NAME].frames], examples)
 
-    # the other checkers in two groups at once, each with its own anomaly job
+    # the other checkers in their groups at once, each with its own anomaly job
     tc = time.perf_counter()
     with _adaptive(spark):
-        counts, ex, anomaly_tl = _merge(run_parallel(spark, *(partial(judge, g) for g in JUDGED)))
+        groups = (partial(judge, g) for g in SCHEDULE.groups)
+        counts, ex, anomaly_tl = _merge(run_parallel(spark, *groups))
     timings["anomaly_job_s"] = time.perf_counter() - tc
     outputs = [done[mod.NAME] for mod in CHECKERS]
     tc = time.perf_counter()
@@ -419,6 +393,7 @@ def analyze(
         notes=list(run.notes) + ([schedule_note] if schedule_note else []),
     )
     timings["total_s"] = time.perf_counter() - t0
+    class_archive.build_later(run_dir)
     if write:
         from .report import render_report
 
@@ -429,12 +404,12 @@ def analyze(
 
 
 def _check(
-    spark: SparkSession, mod: Any, ctx: CheckContext, timings: dict[str, float]
+    spark: SparkSession, mod: Checker, ctx: CheckContext, timings: dict[str, float]
 ) -> CheckOutput:
     """One checker's output (its frames described, its small jobs run), timed."""
     t = time.perf_counter()
     with _job(spark, f"checker {mod.NAME}"):
-        out: CheckOutput = mod.check(ctx)
+        out = mod.check(ctx)
     timings[f"checker_{mod.NAME}_s"] = time.perf_counter() - t
     return out
 
@@ -444,9 +419,7 @@ def _adaptive(spark: SparkSession) -> Iterator[None]:
     """Adaptive query execution for the queries run inside (sessions start without it: it
     re-plans every stage, which short jobs do not earn back).  The anomaly queries earn it:
     most join a kept projection of millions of rows to a small broadcast side that, in a valid
-    run, is empty, and adaptive execution then drops the join and the scan below it.  Measured
-    on the 10M-event history, four alternating pairs in one JVM: the checkers' queries
-    14.8-16.0 CPU-s with it, 18.7-19.3 without."""
+    run, is empty, and adaptive execution then drops the join and the scan below it."""
     key = "spark.sql.adaptive.enabled"
     before = spark.conf.get(key) or "false"
     spark.conf.set(key, "true")

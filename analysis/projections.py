@@ -17,9 +17,10 @@ column-pruned copy of the plan, and Spark would shuffle the history once per rea
   write.  ``reads``, ``spans`` and ``partition_reads`` derive from it.
 
 Every aggregation here has fixed-width buffers only (counts, min/max of numbers, ``max_by`` of
-numbers), so Spark runs it as a hash aggregation; names are replaced by ranks (summary.py):
-``place = tp_key << 40 | offset`` orders like (topic, partition, offset), ``wkey = proc_rank <<
-40 | op_id`` orders like (process, op_id).  The structs the checkers show as evidence are built
+numbers), so Spark runs it as a hash aggregation; names are replaced by ranks (summary.py) and
+packed into numbers (engine/packed_keys.py): a *place* ``tp_key << 40 | offset`` orders like
+(topic, partition, offset), ``write_key = proc_rank << 40 | op_id`` like (process, op_id).  The
+structs the checkers show as evidence are built
 afterwards, for the few example anomalies only (``exact_values``, ``exact_offsets``).
 
 * ``txns`` — one row per transaction ``(writer, txn)``: its fate (``status``).  Small; joined by
@@ -36,17 +37,34 @@ topic has no place.
 
 from __future__ import annotations
 
-import threading
-from functools import cached_property, reduce
-from typing import Any, Generic, TypeVar
+from functools import reduce
+from typing import Any
 
 from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from ..harness.history.schema import EventType, Isolation, Outcome
+from .checkers.ordering import order_broken
+from .engine.packed_keys import (
+    name_key,
+    observation_is_write,
+    observation_key,
+    observation_op_id,
+    observation_proc_rank,
+    op_key,
+    op_key_proc_rank,
+    output_key,
+    pack_place,
+    pack_tp,
+    place_offset,
+    place_tp,
+    tp_partition,
+    tp_topic_rank,
+)
+from .engine.parallel import shared_property
 from .load import RunData
-from .summary import OP_BITS, PARTITION_BITS, PROC_BITS, Summary, name_key
+from .summary import Summary
 
 E = EventType
 READ_TYPES = [E.POLL.value, E.FINAL_READ.value]
@@ -62,36 +80,9 @@ NOT_COMMITTED = [ABORTED, OPEN]
 #: an observation's (and a value's greatest write's) :func:`output_key`
 OUTPUT_KEYS = ("out_k1", "out_k2")
 READ, WRITE, REWIND = "r", "w", "x"
-OP_MASK = (1 << OP_BITS) - 1
-PROC_MASK = (1 << PROC_BITS) - 1
 #: a write's outcome as a number (aggregation buffers must be fixed-width)
 OUTCOME_CODES = {Outcome.OK.value: 1, Outcome.INFO.value: 2, Outcome.FAIL.value: 3}
 FAIL_CODE = OUTCOME_CODES[Outcome.FAIL.value]
-
-
-T = TypeVar("T")
-
-
-class shared_property(cached_property[T], Generic[T]):
-    """A ``cached_property`` computed once per instance even when several threads ask for it at
-    once (parallel.py reads projections from several threads; Python 3.12 dropped
-    ``cached_property``'s lock, and 3.11's is one per property for all instances).  Each
-    property of an instance has a lock of its own; a property computed from others takes their
-    locks after its own, in the order the properties depend on each other, so no two threads
-    wait on each other."""
-
-    def __get__(self, instance: Any, owner: type[Any] | None = None) -> Any:
-        if instance is None:
-            return self
-        cache = instance.__dict__
-        name = self.attrname or self.func.__name__
-        if name in cache:
-            return cache[name]
-        locks: dict[str, threading.Lock] = cache.setdefault("_property_locks", {})
-        with locks.setdefault(name, threading.Lock()):  # setdefault: one winner per name
-            if name not in cache:
-                cache[name] = self.func(instance)
-            return cache[name]
 
 
 def _is(col: str, value: str) -> Column:
@@ -103,8 +94,7 @@ def parse_value(value: Column) -> tuple[Column, Column, Column]:
     is not a number); ``parsed_ok``: the value holds exactly two ``|``.
 
     Found by position (``locate``, ``substring``) on Spark's own string bytes: ``split``
-    decodes each value into a Java ``String``, splits that and encodes the parts back (with its
-    copies, ~7% of the task samples in a profile of a 10M-event history)."""
+    decodes each value into a Java ``String``, splits that and encodes the parts back."""
     bar = F.lit("|")
     first = F.call_function("locate", bar, value)
     second = F.call_function("locate", bar, value, first + 1)
@@ -138,55 +128,8 @@ def outcome_code(col: Column) -> Column:
     return _case(col, OUTCOME_CODES).when(col.isNotNull(), F.lit(OTHER_CODE))
 
 
-def obs_key(role: Column, proc_rank: Column, op_id: Column) -> Column:
-    """An observation as one number ordering like (role, process, op_id): reads before writes."""
-    return (
-        F.when(role == F.lit(WRITE), F.lit(1 << 62)).otherwise(F.lit(0))
-        + F.shiftleft(proc_rank.cast("long"), OP_BITS)
-        + op_id
-    )
-
-
 def obs_role(key: Column) -> Column:
-    return F.when(F.shiftright(key, 62) == 1, F.lit(WRITE)).otherwise(F.lit(READ))
-
-
-def obs_proc_rank(key: Column) -> Column:
-    return F.shiftright(key, OP_BITS).bitwiseAND(F.lit(PROC_MASK))
-
-
-def obs_op_id(key: Column) -> Column:
-    return key.bitwiseAND(F.lit(OP_MASK))
-
-
-#: seeds the second of the two hashes of :func:`output_key`
-OUTPUT_KEY_SALT = "txnchaos-output"
-
-
-def output_key(group: Column, source: Column) -> tuple[Column, Column]:
-    """A copier's output as two 64-bit hashes of (its group, the input value it names as its
-    source): ``xxhash64(group, source)`` and the same hash seeded differently (the salt hashed
-    first).  Matching outputs to inputs on the pair means no string is compared or shuffled;
-    a false match needs both hashes to collide (~2**-128 per pair).  Null unless both are
-    set."""
-    both = group.isNotNull() & source.isNotNull()
-    return (
-        F.when(both, F.xxhash64(group, source)),
-        F.when(both, F.xxhash64(F.lit(OUTPUT_KEY_SALT), group, source)),
-    )
-
-
-def pack_tp(topic_rank: Column, partition: Column) -> Column:
-    """topic_rank << 16 | partition: orders like (topic, partition)."""
-    return F.shiftleft(topic_rank.cast("long"), PARTITION_BITS).bitwiseOR(partition.cast("long"))
-
-
-def place_offset(place: Column) -> Column:
-    return F.when(place.isNotNull(), place.bitwiseAND(F.lit(OP_MASK)))
-
-
-def place_tp(place: Column) -> Column:
-    return F.shiftright(place, OP_BITS)
+    return F.when(observation_is_write(key), F.lit(WRITE)).otherwise(F.lit(READ))
 
 
 STATUS_CODES = {COMMITTED: 1, ABORTED: 2, INDETERMINATE: 3, OPEN: 4}
@@ -224,15 +167,14 @@ class Projections:
 
         Kept serialized (PySpark's ``MEMORY_AND_DISK``, not Spark's deserialized default): a
         few compact byte blocks per partition instead of two objects per row for the garbage
-        collector to trace and copy (measured on a 10,434,991-event history, with the parallel
-        collector: JVM CPU 183 -> 167 s, of which GC 30 -> 8 s)."""
+        collector to trace and copy (bench/README.md)."""
         if not self._persist:
             return df
         return df.localCheckpoint(eager=False, storageLevel=StorageLevel.MEMORY_AND_DISK)
 
     def prepare(self) -> None:
         """Describe what the projections share (the transactions, the rank tables) once, on
-        this thread, before threads materialise projections that read them (parallel.py)."""
+        this thread, before threads materialise projections that read them (engine/parallel.py)."""
         _ = self.txns, self._rank_tables
 
     @staticmethod
@@ -288,9 +230,7 @@ class Projections:
         """``df`` plus ``_proc_rank`` (of its ``process``) and, with ``tp``, ``_tp`` (the tp key
         of its ``topic`` and ``partition``, null where either is), by broadcast hash joins.
         For the millions of rows the projections key this way a hash probe per row is cheaper
-        than a linear search of the sorted names (:meth:`tp_key`): measured over a 10M-row
-        history with 217 processes and 14 topics, the two ranks added ~4 CPU-s to a scan by
-        search and less than the scan's own run-to-run noise by join."""
+        than a linear search of the sorted names (:meth:`tp_key`; bench/README.md)."""
         procs, topics = self._rank_tables
         df = self._rank_join(df, procs, "process", "_proc")
         if not tp:
@@ -317,13 +257,11 @@ class Projections:
         if not self.topic_names:
             return F.lit(None).cast("string")
         names = F.array(*(F.lit(t) for t in self.topic_names))
-        return F.when(
-            tp.isNotNull(), F.element_at(names, F.shiftright(tp, PARTITION_BITS).cast("int") + 1)
-        )
+        return F.when(tp.isNotNull(), F.element_at(names, tp_topic_rank(tp) + 1))
 
     @staticmethod
     def tp_partition(tp: Column) -> Column:
-        return tp.bitwiseAND(F.lit((1 << PARTITION_BITS) - 1)).cast("int")
+        return tp_partition(tp)
 
     # -- transactions -------------------------------------------------------------------
 
@@ -407,7 +345,7 @@ class Projections:
             .otherwise(F.coalesce("complete_ns", "invoke_ns"))
             .alias("t"),
             F.when(is_w, F.col("outcome")).alias("outcome"),
-            F.when(is_w, F.col("txn")).alias("w_txn"),
+            F.when(is_w, F.col("txn")).alias("write_txn"),
             F.when(is_w, F.col("source")).alias("source"),
             F.when(is_w, F.col("group_id")).alias("group_id"),
             F.when(is_w, F.col("producer_id")).alias("producer_id"),
@@ -427,38 +365,40 @@ class Projections:
         obs = obs.select(
             "value",
             "t",
-            "w_txn",
+            "write_txn",
             w.alias("is_w"),
             r.alias("is_r"),
             _is("type", E.FINAL_READ.value).alias("is_final"),
-            outcome_code(F.col("outcome")).alias("oc"),
+            outcome_code(F.col("outcome")).alias("outcome_code"),
             F.when(
                 tp.isNotNull() & F.col("offset").isNotNull(),
-                F.shiftleft(tp, OP_BITS) + F.col("offset"),
+                pack_place(tp, F.col("offset")),
             ).alias("place"),
             tp.alias("tp"),
             "offset",
-            F.when(w, F.shiftleft(rank.cast("long"), OP_BITS) + F.col("op_id")).alias("wkey"),
-            obs_key(F.col("role"), rank, F.col("op_id")).alias("okey"),
+            F.when(w, op_key(rank, F.col("op_id"))).alias("write_key"),
+            observation_key(w, rank, F.col("op_id")).alias("obs_key"),
             *OUTPUT_KEYS,
         ).repartition("value")
         agg = obs.groupBy("value", "place").agg(
-            F.sum(F.col("is_w").cast("int")).alias("n_w"),
-            F.sum(F.col("is_r").cast("int")).alias("n_r"),
-            F.sum(F.col("is_final").cast("int")).alias("n_final"),
-            F.min(F.when(F.col("is_r"), F.col("t"))).alias("fr_t"),
-            F.max("wkey").alias("wkey"),
-            F.max_by("t", "wkey").alias("w_t"),
-            F.max_by("oc", "wkey").alias("w_outcome"),
-            F.max_by("w_txn", "wkey").alias("w_txn"),
-            F.max_by("tp", "wkey").alias("w_tp"),
-            F.max_by("offset", "wkey").alias("w_offset"),
-            *(F.max_by(k, "wkey").alias(k) for k in OUTPUT_KEYS),
-            F.max(F.col("is_w") & (F.col("oc") == OUTCOME_CODES[Outcome.OK.value])).alias("any_ok"),
-            F.min("okey").alias("omin"),
-            F.min_by("t", "okey").alias("omin_t"),
-            F.max("okey").alias("omax"),
-            F.max_by("t", "okey").alias("omax_t"),
+            F.sum(F.col("is_w").cast("int")).alias("n_writes"),
+            F.sum(F.col("is_r").cast("int")).alias("n_reads"),
+            F.sum(F.col("is_final").cast("int")).alias("n_final_reads"),
+            F.min(F.when(F.col("is_r"), F.col("t"))).alias("first_read_ns"),
+            F.max("write_key").alias("write_key"),
+            F.max_by("t", "write_key").alias("write_ns"),
+            F.max_by("outcome_code", "write_key").alias("write_outcome"),
+            F.max_by("write_txn", "write_key").alias("write_txn"),
+            F.max_by("tp", "write_key").alias("write_tp"),
+            F.max_by("offset", "write_key").alias("write_offset"),
+            *(F.max_by(k, "write_key").alias(k) for k in OUTPUT_KEYS),
+            F.max(F.col("is_w") & (F.col("outcome_code") == OUTCOME_CODES[Outcome.OK.value])).alias(
+                "any_ok"
+            ),
+            F.min("obs_key").alias("least_obs"),
+            F.min_by("t", "obs_key").alias("least_obs_ns"),
+            F.max("obs_key").alias("greatest_obs"),
+            F.max_by("t", "obs_key").alias("greatest_obs_ns"),
         )
         # the value's transaction: parsed from the value, else the writer's own (a value not in
         # the writer|txn|index form is attributed to whoever wrote it)
@@ -466,87 +406,92 @@ class Projections:
         agg = agg.select(
             "*",
             parsed.alias("parsed"),
-            F.when(parsed, txn).otherwise(F.col("w_txn")).alias("vtxn"),
+            F.when(parsed, txn).otherwise(F.col("write_txn")).alias("value_txn"),
         )
-        w_proc = self.proc_name(F.shiftright(F.col("wkey"), OP_BITS))
-        agg = self._with_txn(agg, F.when(parsed, writer).otherwise(w_proc), F.col("vtxn"), None)
-        committed = (F.col("n_r") > 0) | (
-            (F.col("n_w") > 0)
+        w_proc = self.proc_name(op_key_proc_rank(F.col("write_key")))
+        agg = self._with_txn(
+            agg, F.when(parsed, writer).otherwise(w_proc), F.col("value_txn"), None
+        )
+        committed = (F.col("n_reads") > 0) | (
+            (F.col("n_writes") > 0)
             & (
                 _is("status", COMMITTED)
-                | (F.col("vtxn").isNull() & F.col("parsed") & F.col("any_ok"))
+                | (F.col("value_txn").isNull() & F.col("parsed") & F.col("any_ok"))
             )
         )
         agg = agg.select(
             "*",
             committed.alias("committed"),
-            _status_code(F.col("status")).alias("t_status"),
+            _status_code(F.col("status")).alias("txn_status_code"),
         ).drop("status")
         return self._keep(agg)
 
     @shared_property
     def values(self) -> DataFrame:
-        """Per value: n_w, n_r, n_final, fr_t (first read time), its greatest write (wkey, w_t,
-        w_outcome code, w_tp, w_offset, and ``out_k1``/``out_k2``: its :func:`output_key` when
-        it is a copier's output), pmin (least place: loc_min) with lmin_o/lmin_t (its
-        least observation), pmax/lmax_o/lmax_t (greatest place, only where it differs: a
-        duplicate), writer, vtxn, status, commit_invoke_ns."""
+        """Per value: ``n_writes``, ``n_reads``, ``n_final_reads``, ``first_read_ns``; its
+        greatest write (``write_key``, ``write_ns``, ``write_outcome`` code, ``write_tp``,
+        ``write_offset``, and ``out_k1``/``out_k2``: its :func:`output_key` when it is a
+        copier's output); ``least_place`` (loc_min) with ``least_place_obs``/``_ns`` (its least
+        observation there), ``greatest_place``/``greatest_place_obs``/``_ns`` (only where it
+        differs: a duplicate); ``writer``, ``value_txn``, ``status``, ``commit_invoke_ns``."""
         p = self.placements
         v = p.groupBy("value").agg(
-            F.sum("n_w").alias("n_w"),
-            F.sum("n_r").alias("n_r"),
-            F.sum("n_final").alias("n_final"),
-            F.min("fr_t").alias("fr_t"),
-            F.max("wkey").alias("wkey"),
-            F.max_by("w_t", "wkey").alias("w_t"),
-            F.max_by("w_outcome", "wkey").alias("w_outcome"),
-            F.max_by("w_txn", "wkey").alias("w_txn"),
-            F.max_by("w_tp", "wkey").alias("w_tp"),
-            F.max_by("w_offset", "wkey").alias("w_offset"),
-            *(F.max_by(k, "wkey").alias(k) for k in OUTPUT_KEYS),
-            F.min("place").alias("pmin"),
-            F.max("place").alias("pmax"),
+            F.sum("n_writes").alias("n_writes"),
+            F.sum("n_reads").alias("n_reads"),
+            F.sum("n_final_reads").alias("n_final_reads"),
+            F.min("first_read_ns").alias("first_read_ns"),
+            F.max("write_key").alias("write_key"),
+            F.max_by("write_ns", "write_key").alias("write_ns"),
+            F.max_by("write_outcome", "write_key").alias("write_outcome"),
+            F.max_by("write_txn", "write_key").alias("write_txn"),
+            F.max_by("write_tp", "write_key").alias("write_tp"),
+            F.max_by("write_offset", "write_key").alias("write_offset"),
+            *(F.max_by(k, "write_key").alias(k) for k in OUTPUT_KEYS),
+            F.min("place").alias("least_place"),
+            F.max("place").alias("greatest_place"),
             # loc_min / loc_max: the least observation at the least place, the greatest at the
             # greatest
-            F.min_by("omin", "place").alias("lmin_o"),
-            F.min_by("omin_t", "place").alias("lmin_t"),
-            F.max_by("omax", "place").alias("lmax_o"),
-            F.max_by("omax_t", "place").alias("lmax_t"),
+            F.min_by("least_obs", "place").alias("least_place_obs"),
+            F.min_by("least_obs_ns", "place").alias("least_place_obs_ns"),
+            F.max_by("greatest_obs", "place").alias("greatest_place_obs"),
+            F.max_by("greatest_obs_ns", "place").alias("greatest_place_obs_ns"),
             # the same for every place of a value in writer|txn|index form
-            F.max("t_status").alias("t_status"),
+            F.max("txn_status_code").alias("txn_status_code"),
             F.max("commit_invoke_ns").alias("commit_invoke_ns"),
         )
         writer, txn, parsed = parse_value(F.col("value"))
-        w_proc = self.proc_name(F.shiftright(F.col("wkey"), OP_BITS))
-        wout = F.col("w_outcome")
+        w_proc = self.proc_name(op_key_proc_rank(F.col("write_key")))
+        wout = F.col("write_outcome")
         plain_status = _case(wout, PLAIN_STATUS).otherwise(F.lit(UNKNOWN))
-        vtxn = F.when(parsed, txn).otherwise(F.col("w_txn"))
+        value_txn = F.when(parsed, txn).otherwise(F.col("write_txn"))
         status = (
-            F.when(F.col("t_status").isNotNull(), _status_name(F.col("t_status")))
-            .when(vtxn.isNull() & F.col("wkey").isNotNull(), plain_status)
+            F.when(F.col("txn_status_code").isNotNull(), _status_name(F.col("txn_status_code")))
+            .when(value_txn.isNull() & F.col("write_key").isNotNull(), plain_status)
             .otherwise(F.lit(UNKNOWN))
         )
         v = v.select(
             "value",
-            "n_w",
-            "n_r",
-            "n_final",
-            "fr_t",
-            "wkey",
-            "w_t",
-            "w_outcome",
-            "w_tp",
-            "w_offset",
+            "n_writes",
+            "n_reads",
+            "n_final_reads",
+            "first_read_ns",
+            "write_key",
+            "write_ns",
+            "write_outcome",
+            "write_tp",
+            "write_offset",
             *OUTPUT_KEYS,
-            "pmin",
-            "lmin_o",
-            "lmin_t",
+            "least_place",
+            "least_place_obs",
+            "least_place_obs_ns",
             # kept only where it differs (a duplicate)
-            F.when(F.col("pmax") != F.col("pmin"), F.col("pmax")).alias("pmax"),
-            "lmax_o",
-            "lmax_t",
+            F.when(F.col("greatest_place") != F.col("least_place"), F.col("greatest_place")).alias(
+                "greatest_place"
+            ),
+            "greatest_place_obs",
+            "greatest_place_obs_ns",
             F.when(parsed, writer).otherwise(w_proc).alias("writer"),
-            vtxn.alias("vtxn"),
+            value_txn.alias("value_txn"),
             parsed.alias("parsed"),
             status.alias("status"),
             "commit_invoke_ns",
@@ -571,7 +516,7 @@ class Projections:
         )
         return self._keep(o.select("*", F.when(F.col("committed"), rank).alias("rank")))
 
-    def place_struct(self, place: Column, okey: Column, t: Column) -> Column:
+    def place_struct(self, place: Column, obs_key: Column, t: Column) -> Column:
         """The evidence struct of an observation at a place: (topic, partition, offset, role,
         process, op_id, t)."""
         tp = place_tp(place)
@@ -581,20 +526,20 @@ class Projections:
                 self.tp_topic(tp).alias("topic"),
                 self.tp_partition(tp).alias("partition"),
                 place_offset(place).alias("offset"),
-                obs_role(okey).alias("role"),
-                self.proc_name(obs_proc_rank(okey)).alias("process"),
-                obs_op_id(okey).alias("op_id"),
+                obs_role(obs_key).alias("role"),
+                self.proc_name(observation_proc_rank(obs_key)).alias("process"),
+                observation_op_id(obs_key).alias("op_id"),
                 t.alias("t"),
             ),
         )
 
-    def observation_struct(self, value: Column, okey: Column, t: Column) -> Column:
+    def observation_struct(self, value: Column, obs_key: Column, t: Column) -> Column:
         """(value, role, process, op_id, t) of an observation."""
         return F.struct(
             value.alias("value"),
-            obs_role(okey).alias("role"),
-            self.proc_name(obs_proc_rank(okey)).alias("process"),
-            obs_op_id(okey).alias("op_id"),
+            obs_role(obs_key).alias("role"),
+            self.proc_name(observation_proc_rank(obs_key)).alias("process"),
+            observation_op_id(obs_key).alias("op_id"),
             t.alias("t"),
         )
 
@@ -604,22 +549,21 @@ class Projections:
     def stream(self) -> DataFrame:
         """Reads (kind 0) and committed writes (kind 1: acked sends of a committed transaction
         of their producer) in op order per (process, topic, partition) — the stream — with the
-        read's epoch; ``prev`` (offset, value, t, op_id of the
-        previous row of the same kind) is kept only where the order broke: a read not above the
-        previous read of its epoch, a committed write acked below the previous one.  Committed
-        writes are kept only there."""
+        read's epoch; ``prev`` (offset, value, t, op_id of the previous row of the same kind) is
+        kept only where the ordering checker's rule says the order broke
+        (``checkers.ordering.order_broken``).  Committed writes are kept only there."""
         obs = self.observations(rewinds=True)
         w = _is("role", WRITE)
         # only writes need their transaction (for "committed"), and a write is the producer's
         # own: its op's (process, txn), with no parsing of the value (what the value claims is
         # the value-level checkers' business)
-        obs = self._with_txn(obs, F.col("process"), F.col("w_txn"), w)
+        obs = self._with_txn(obs, F.col("process"), F.col("write_txn"), w)
         is_x, is_r = _is("role", REWIND), _is("role", READ)
         cwrite = w & _is("status", COMMITTED) & F.col("offset").isNotNull()
         obs = self.with_ranks(obs.filter(is_x | is_r | cwrite))
         rank, tp = F.col("_proc_rank"), F.col("_tp")
         obs = obs.select(
-            (F.shiftleft(rank.cast("long"), OP_BITS) + tp).alias("stream"),
+            op_key(rank, tp).alias("stream"),
             F.when(cwrite, F.lit(1)).otherwise(F.lit(0)).alias("kind"),
             rank.alias("proc_rank"),
             tp.alias("tp"),
@@ -640,12 +584,7 @@ class Projections:
         )
         s = obs.repartition("stream").withColumn("epoch", epoch).filter(~F.col("is_rewind"))
         prev = {c: F.lag(c).over(win) for c in ("offset", "value", "t", "op_id", "epoch")}
-        backwards = (
-            (F.col("kind") == 0)
-            & (prev["epoch"] == F.col("epoch"))
-            & (F.col("offset") <= prev["offset"])
-        )
-        reordered = (F.col("kind") == 1) & (F.col("offset") < prev["offset"])
+        broken = order_broken(F.col("kind"), F.col("epoch"), F.col("offset"), prev)
         prev_s = F.struct(*(prev[c].alias(c) for c in ("offset", "value", "t", "op_id")))
         s = s.select(
             "stream",
@@ -658,7 +597,7 @@ class Projections:
             "t",
             "is_final",
             "epoch",
-            F.when(backwards | reordered, prev_s).alias("prev"),
+            F.when(broken, prev_s).alias("prev"),
         )
         return self._keep(s.filter((F.col("kind") == 0) | F.col("prev").isNotNull()))
 
@@ -731,8 +670,8 @@ class Projections:
         once."""
         s = self.spans.select(
             "*",
-            (F.shiftleft(F.col("tp"), OP_BITS) + F.col("first_offset")).alias("place_a"),
-            (F.shiftleft(F.col("tp"), OP_BITS) + F.col("last_offset")).alias("place_b"),
+            pack_place(F.col("tp"), F.col("first_offset")).alias("place_a"),
+            pack_place(F.col("tp"), F.col("last_offset")).alias("place_b"),
         )
         ends = s.select(F.explode(F.array("place_a", "place_b")).alias("place")).distinct()
         rk = self.offsets.filter(F.col("committed")).select("place", "rank")

@@ -14,20 +14,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from ..harness.history.run_dir import RunDirError
 from ..harness.history.schema import EventType
+from .engine.packed_keys import OP_BITS, PARTITION_BITS, PROC_BITS, TOPIC_BITS, name_key
 
 SEC = 1_000_000_000
-#: low bits of a packed key holding an op id or an offset: (rank << OP_BITS) | op_id
-OP_BITS = 40
-#: bits of a process rank: (1 << 62) | proc_rank << OP_BITS | op_id fits in 63 bits
-PROC_BITS = 22
-#: bits of a partition number in a tp_key; tp_key << OP_BITS | offset fits in 63 bits
-PARTITION_BITS = 16
-TOPIC_BITS = 63 - OP_BITS - PARTITION_BITS
 
 
 @dataclass
@@ -53,13 +47,6 @@ class Summary:
         for r in self.timeline:
             self.type_counts[r["type"]] = self.type_counts.get(r["type"], 0) + int(r["ops"])
             self.events += int(r["rows"])
-
-
-def name_key(name: Column) -> Column:
-    """A process's or topic's 64-bit key: Spark's ``xxhash64`` of the name, null for a null
-    name.  The summary keys the names with it and projections look their ranks up by it, so
-    both sides hash alike."""
-    return F.when(name.isNotNull(), F.xxhash64(name))
 
 
 def summarize(h: DataFrame) -> Summary:

@@ -8,8 +8,8 @@ values prefixed), so both are valid histories with the same shape. Target on 2 c
 history judged in at most 60 s end to end.
 
 Each line says whether its JVM mapped Spark's classes from the class-data-sharing archive
-(``mapped``) or wrote it (``writing``: the first analysis on a machine, slower to start; see
-analysis/class_archive.py).
+(``mapped``) or ran without one (``missing``: the first analysis on a machine, slower to start;
+a background process then builds it, see analysis/engine/class_archive.py).
 """
 
 from __future__ import annotations
@@ -26,10 +26,11 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+import repo_root  # noqa: F401  (makes txnchaos_testing importable)
 from proc_cpu import cpu_seconds  # bench/ is sys.path[0] when run as a script
 
-from txnchaos.analysis.synthetic import Synth, SynthConfig, replicate, replicate_state
 from txnchaos.harness.history.run_dir import FINAL_STATE_JSON, METRICS_PARQUET, write_json
+from txnchaos_testing.synthetic import Synth, SynthConfig, replicate, replicate_state
 
 BASE = SynthConfig(
     seed=7,
@@ -84,7 +85,7 @@ def jvm_cpu_seconds() -> float | None:
 
 
 def run_one(run_dir: Path, master: str | None) -> None:
-    from txnchaos.analysis import class_archive
+    from txnchaos.analysis.engine import class_archive
     from txnchaos.analysis.pipeline import analyze
 
     t = time.perf_counter()
@@ -114,7 +115,7 @@ def end_jvm() -> None:
     running (~0.6 s here) while the next size's process starts."""
     from pyspark import SparkContext
 
-    from txnchaos.analysis import class_archive
+    from txnchaos.analysis.engine import class_archive
 
     class_archive.end_jvm(getattr(SparkContext._gateway, "proc", None), timeout_s=120)
 

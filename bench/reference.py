@@ -20,9 +20,10 @@ from dataclasses import replace
 from pathlib import Path
 
 import pyarrow.parquet as pq
+import repo_root  # noqa: F401  (makes txnchaos_testing importable)
 
 from txnchaos.analysis.reference import judge
-from txnchaos.analysis.synthetic import Synth, SynthConfig
+from txnchaos_testing.synthetic import Synth, SynthConfig
 
 BASE = SynthConfig(seed=11, writers=6, partitions=6, consumers=3, poll_max=10, txns_per_writer=10)
 

@@ -1,15 +1,33 @@
-"""Transactional throughput of a txnchaos cluster with confluent-kafka producers.
+"""Transactional throughput of a txnchaos cluster: librdkafka (confluent-kafka) and our
+own asyncio producer (``harness/clients``), under transaction.version 0, 1 and 2.
 
 Cluster: 2 brokers and 1 coordinator (separate processes). Each producer runs
 transactions of 10 records of 100 bytes spread over the topic's partitions. Prints
-transactions/s and commit latency p50/p99 for 1 and for 8 producers (threads; the
-client releases the GIL while it waits).
+transactions/s and commit latency p50/p99 for 1 and for 8 producers (librdkafka:
+threads, the client releases the GIL while it waits; ours: tasks on one event loop).
 
-Baseline: each phase is followed by the same number of idempotent, non-transactional
-producers that send the same 10 records and wait for them (``flush``) in a loop: the
-Produce round trip every transaction also makes, with no AddPartitionsToTxn, EndTxn or
-markers. The ratio of transactions/s to those rounds/s, measured in one run, shows what
-the transaction protocol costs on top of the produce path, whatever the machine's speed.
+Modes:
+
+* default (no ``--client``): a comparison in one run on one cluster, for each producer
+  count: librdkafka under TV0 (no verification), librdkafka under TV1 (the broker
+  verifies each transaction's first write to a partition with the coordinator,
+  AddPartitionsToTxn VerifyOnly), and our producer under TV2 (Produce v12 adds the
+  partition, EndTxn v5 bumps the epoch). The cluster's transaction.version is changed
+  between phases with UpdateFeatures (as ``txnchaos cluster features --set``), so every
+  phase shares the cluster and the machine's load of the moment. Prints the ratios:
+  ours TV2 / librdkafka TV0 and TV1 (target >= 1.5x for one producer) and librdkafka
+  verified / unverified (target: verification costs <= 10%).
+* ``--client ours|librdkafka`` [``--tv N``]: that client alone, each phase followed by a
+  baseline; ``--tv`` first sets the cluster's transaction.version (default: leave it as
+  started, 2 unless ``--set transaction.version=N``); our producer speaks the protocol of
+  that level.
+
+Baseline (``--client`` only): each phase is followed by the same number of idempotent,
+non-transactional librdkafka producers that send the same 10 records and wait for them
+(``flush``) in a loop: the Produce round trip every transaction also makes, with no
+AddPartitionsToTxn, EndTxn or markers. The ratio of transactions/s to those rounds/s,
+measured in one run, shows what the transaction protocol costs on top of the produce
+path, whatever the machine's speed.
 
 On a shared machine transactions/s is noisy, so each phase also reports the CPU the
 node processes used per transaction (from ``/proc/PID/stat``; steadier than the
@@ -24,11 +42,13 @@ on a 2-core VM, ``--node-cpus 1`` keeps their messages to each other on one core
 leaves the other to the client, which lowers the CPU per transaction of both.
 
 Run: .venv/bin/python bench/transactions.py [--seconds S] [--producers 1,8] [--node-cpus 1]
+     [--client ours|librdkafka [--tv 0|1|2]]
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import re
 import shutil
@@ -46,7 +66,9 @@ from typing import Any
 
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
-from proc_cpu import cpu_times  # bench/ is sys.path[0] when run as a script
+from feature_switch import set_transaction_version  # bench/ is sys.path[0] as a script
+from ours_worker import run_ours
+from proc_cpu import cpu_times
 
 from txnchaos.harness.launch.local import LaunchError, LocalCluster
 
@@ -187,19 +209,21 @@ def measure(
     py_spy: Path | None,
     partitions: int,
     worker: Worker = run_producer,
+    label: str = "txn",
 ) -> dict[str, Any]:
     latencies: list[list[float]] = [[] for _ in range(producers)]
     counts = [0] * producers
 
     def work(i: int) -> None:
-        counts[i] = worker(bootstrap, f"bench-{producers}-{i}", seconds, latencies[i], partitions)
+        txn_id = f"bench-{label}-{producers}-{i}"
+        counts[i] = worker(bootstrap, txn_id, seconds, latencies[i], partitions)
 
     threads = [threading.Thread(target=work, args=(i,)) for i in range(producers)]
     load_before = load_average()
     cpu_before = {n.node_id: cpu_seconds(n.pid) for n in nodes}
     client_before = sum(cpu_seconds(os.getpid()))
     req_before = {n.node_id: request_totals(n.metrics_port) for n in nodes}
-    spies = start_py_spy(nodes, py_spy, f"p{producers}") if py_spy else []
+    spies = start_py_spy(nodes, py_spy, f"p{producers}-{label}") if py_spy else []
     started = time.perf_counter()
     for t in threads:
         t.start()
@@ -232,10 +256,10 @@ def measure(
     }
 
 
-def report(producers: int, r: dict[str, Any], nodes: list[NodeInfo]) -> None:
+def report(producers: int, r: dict[str, Any], nodes: list[NodeInfo], title: str = "") -> None:
     total = max(r["transactions"], 1)
     print(
-        f"{producers} producer(s): {r['rate']:,.0f} transactions/s, "
+        f"{producers} producer(s){title}: {r['rate']:,.0f} transactions/s, "
         f"commit latency p50 {r['p50']:.1f} ms, p99 {r['p99']:.1f} ms "
         f"({r['transactions']} txns; load {r['load']})"
     )
@@ -298,9 +322,87 @@ def placement(node_cpus: str | None) -> str:
     return f"CPUs {node_cpus}" if node_cpus else "any CPU"
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--seconds", type=float, default=15.0)
+CLIENTS = ("ours", "librdkafka")
+COMPARISON = (("librdkafka", 0), ("librdkafka", 1), ("ours", 2))
+"""The default mode's phases per producer count: (client, transaction.version)."""
+OURS_TARGET = 1.5  # one TV2 producer of ours against one librdkafka producer
+VERIFICATION_COST_TARGET = 0.10
+
+
+def worker_for(client: str, tv: int | None) -> Worker:
+    """The per-producer worker of ``client``; ours speaks the protocol of ``tv`` (None: the
+    cluster's finalized level)."""
+    if client == "librdkafka":
+        return run_producer
+    return functools.partial(
+        run_ours,
+        topic=TOPIC,
+        records=RECORDS_PER_TXN,
+        record_bytes=RECORD_BYTES,
+        transaction_version=tv,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Bench:
+    bootstrap: str
+    addresses: list[str]
+    nodes: list[NodeInfo]
+    seconds: float
+    partitions: int
+    py_spy: Path | None
+
+    def phase(self, producers: int, client: str, tv: int | None) -> dict[str, Any]:
+        """One client's transactions at ``tv`` (switched on the running cluster first; None
+        leaves the cluster's level as it is); prints its report."""
+        if tv is not None:
+            set_transaction_version(self.bootstrap, self.addresses, tv)
+        label = f"{client}-tv{tv if tv is not None else 'as-started'}"
+        r = measure(
+            self.bootstrap,
+            producers,
+            self.seconds,
+            self.nodes,
+            self.py_spy,
+            self.partitions,
+            worker_for(client, tv),
+            label,
+        )
+        level = f"TV{tv}" if tv is not None else "the cluster's transaction.version"
+        report(producers, r, self.nodes, f", {client} {level}")
+        return r
+
+
+def ratio_line(name: str, value: float, target: str) -> str:
+    return f"  {name}: {value:.2f} ({target})"
+
+
+def compare(bench: Bench, producers: int) -> list[str]:
+    """The default mode for one producer count; returns its ratio lines."""
+    rates = {(c, tv): bench.phase(producers, c, tv)["rate"] for c, tv in COMPARISON}
+    ours = rates[("ours", 2)]
+    tv0 = max(rates[("librdkafka", 0)], 1e-9)
+    tv1 = rates[("librdkafka", 1)]
+    one = producers == 1
+    mark = f"target >= {OURS_TARGET}" if one else "report only"
+    cost_target = f"target <= {VERIFICATION_COST_TARGET:.0%}" if one else "report only"
+    return [
+        f"{producers} producer(s):",
+        ratio_line("ours TV2 / librdkafka TV0 (txn/s)", ours / tv0, mark),
+        ratio_line("ours TV2 / librdkafka TV1 (txn/s)", ours / max(tv1, 1e-9), mark),
+        ratio_line(
+            "librdkafka verified (TV1) / unverified (TV0)",
+            tv1 / tv0,
+            f"verification costs {1 - tv1 / tv0:.1%}; {cost_target}",
+        ),
+    ]
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--seconds", type=float, default=15.0, help="seconds per phase")
     parser.add_argument("--producers", default="1,8", help="comma-separated producer counts")
     parser.add_argument("--py-spy", type=Path, default=None, help="record node profiles here")
     parser.add_argument("--set", action="append", default=[], help="node setting KEY=VALUE")
@@ -311,17 +413,49 @@ def main() -> None:
         help="partitions of the topic; a transaction's 10 records are spread over all of them "
         "(up to 10): each is one more Produce request and one more marker per transaction",
     )
+    parser.add_argument(
+        "--client",
+        choices=CLIENTS,
+        default=None,
+        help="measure this client alone (with a baseline after each phase); default: compare "
+        "ours under TV2 with librdkafka under TV0 and TV1 on one cluster",
+    )
+    parser.add_argument(
+        "--tv",
+        type=int,
+        choices=(0, 1, 2),
+        default=None,
+        help="with --client: set the cluster's transaction.version to N (UpdateFeatures) "
+        "before measuring; our client then speaks that level's protocol",
+    )
     add_node_cpus_option(parser)
     args = parser.parse_args()
     if not 1 <= args.partitions <= 1000:
         parser.error("--partitions must be between 1 and 1000")
+    if args.tv is not None and args.client is None:
+        parser.error("--tv needs --client (the default comparison sets the levels itself)")
+    try:
+        args.producer_counts = [int(x) for x in args.producers.split(",")]
+    except ValueError:
+        parser.error(f"--producers: expected counts such as 1,8, got {args.producers!r}")
+    if not args.producer_counts or min(args.producer_counts) < 1:
+        parser.error("--producers: every count must be at least 1")
+    if args.seconds <= 0:
+        parser.error("--seconds must be positive")
+    args.parser = parser
+    return args
+
+
+def main() -> None:
+    args = parse_args()
     root = Path(tempfile.mkdtemp(prefix="txnchaos-bench-txn-"))
-    cluster = prepare_cluster(parser, root, list(args.set), args.node_cpus)
+    cluster = prepare_cluster(args.parser, root, list(args.set), args.node_cpus)
     cluster.up()
     try:
         state = cluster.state()
         bootstrap = state["bootstrap"]
         nodes = [NodeInfo(n["id"], n["role"], n["pid"], n["metrics_port"]) for n in state["nodes"]]
+        addresses = [f"{n['host']}:{n['port']}" for n in state["nodes"]]
         admin = AdminClient({"bootstrap.servers": bootstrap})
         for f in admin.create_topics([NewTopic(TOPIC, args.partitions, 1)]).values():
             f.result(30)
@@ -330,9 +464,16 @@ def main() -> None:
             f"over {args.partitions} partitions; "
             f"{os.cpu_count()} cores; nodes on " + placement(args.node_cpus)
         )
-        for producers in (int(x) for x in args.producers.split(",")):
-            txn = measure(bootstrap, producers, args.seconds, nodes, args.py_spy, args.partitions)
-            report(producers, txn, nodes)
+        bench = Bench(bootstrap, addresses, nodes, args.seconds, args.partitions, args.py_spy)
+        if args.client is None:
+            summary: list[str] = []
+            for producers in args.producer_counts:
+                summary += compare(bench, producers)
+            print(f"ratios measured in this run (load now {load_average()}):")
+            print("\n".join(summary))
+            return
+        for producers in args.producer_counts:
+            txn = bench.phase(producers, args.client, args.tv)
             base = measure(
                 bootstrap, producers, args.seconds, nodes, None, args.partitions, run_plain_producer
             )

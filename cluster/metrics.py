@@ -55,7 +55,7 @@ def iter_error_codes(entity: Any) -> Iterator[int]:
             yield from iter_error_codes(value)
 
 
-LATE_TRANSACTION_GRACE_MS = 5 * 60 * 1000  # KIP-664: max timeout + 5 minutes
+LATE_TRANSACTION_GRACE_MS = 5 * 60 * 1000  # KIP-664: max timeout + 5 minutes (the default)
 
 
 class PartitionGauges(Collector):
@@ -65,19 +65,22 @@ class PartitionGauges(Collector):
     ``kafka_log_log_*`` (LogEndOffset, LogStartOffset, Size),
     ``kafka_cluster_partition_laststableoffsetlag`` (high watermark - LSO),
     ``kafka_server_replicamanager_produceridcount`` and
-    ``kafka_server_replicamanager_partitionswithlatetransactionscount`` (partitions whose
-    oldest open transaction has been silent for longer than transaction.max.timeout.ms
-    plus five minutes, as KIP-664 defines it).
+    ``kafka_server_replicamanager_partitionswithlatetransactionscount`` (partitions with
+    an open transaction that has run longer than transaction.max.timeout.ms plus a
+    padding, five minutes by default: KIP-664's definition, measured from the timestamp
+    of the batch that opened the transaction; Kafka approximates it with the last
+    timestamp of the oldest transaction's producer).
     """
 
     def __init__(
         self,
         partitions: Callable[[], list[Any]],
         max_transaction_timeout_ms: int,
+        late_padding_ms: int = LATE_TRANSACTION_GRACE_MS,
         clock_ms: Callable[[], int] = lambda: int(time.time() * 1000),
     ) -> None:
         self._partitions = partitions
-        self._late_after_ms = max_transaction_timeout_ms + LATE_TRANSACTION_GRACE_MS
+        self._late_after_ms = max_transaction_timeout_ms + late_padding_ms
         self._clock_ms = clock_ms
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
@@ -104,8 +107,8 @@ class PartitionGauges(Collector):
             size.add_metric(key, p.size_bytes)
             lag.add_metric(key, p.high_watermark - p.last_stable_offset)
             producers += p.producer_count
-            silent_since = p.oldest_open_transaction_last_timestamp_ms
-            if silent_since >= 0 and now - silent_since > self._late_after_ms:
+            started = p.longest_open_transaction_start_ms
+            if started >= 0 and now - started > self._late_after_ms:
                 late += 1
         yield leo
         yield lso
@@ -118,7 +121,7 @@ class PartitionGauges(Collector):
         )
         yield GaugeMetricFamily(
             "kafka_server_replicamanager_partitionswithlatetransactionscount",
-            "Partitions with an open transaction older than the maximum timeout + 5 minutes",
+            "Partitions with an open transaction older than the maximum timeout + padding",
             value=late,
         )
 
@@ -139,6 +142,29 @@ class TransactionCounters(Collector):
             ("transactionsfenced", c.transactions_fenced, "Aborted by a new producer instance"),
         ):
             yield CounterMetricFamily(f"kafka_coordinator_transaction_{name}", doc, value=value)
+
+
+class TransactionMarkerGauges(Collector):
+    """The coordinator's marker queue: Kafka's
+    ``kafka.coordinator.transaction:type=TransactionMarkerChannelManager,
+    name=UnknownDestinationQueueSize`` (markers whose partition has no known leader), and
+    every marker not written yet (a transaction stuck in PrepareCommit/PrepareAbort
+    shows here before it shows as a late transaction on a broker)."""
+
+    def __init__(self, markers: Any) -> None:
+        self._markers = markers
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        yield GaugeMetricFamily(
+            "kafka_coordinator_transaction_transactionmarkerchannelmanager_unknowndestinationqueuesize",
+            "Transaction markers waiting for their partition's leader to be known",
+            value=self._markers.unknown_destination,
+        )
+        yield GaugeMetricFamily(
+            "txnchaos_transaction_markers_pending",
+            "Transaction markers not written yet (queued, backing off or in flight)",
+            value=self._markers.queued,
+        )
 
 
 class VerificationMetrics(Collector):

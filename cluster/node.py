@@ -53,9 +53,15 @@ from .coordinator.transactions.factory import create_transaction_coordinator
 from .coordinator.transactions.init_producer_id_api import InitProducerIdApi
 from .features import SUPPORTED, transaction_version, verification_enabled
 from .metadata_source import LocalMetadataSource, MetadataSource, RemoteMetadataSource
-from .metrics import NodeMetrics, PartitionGauges, TransactionCounters, VerificationMetrics
+from .metrics import (
+    NodeMetrics,
+    PartitionGauges,
+    TransactionCounters,
+    TransactionMarkerGauges,
+    VerificationMetrics,
+)
 from .producer_ids import ProducerIdBlocks
-from .server.cluster_action import guard_server_only_apis
+from .server.cluster_action import admin_prefixes, guard_server_only_apis
 from .server.dispatch import ApiRegistry
 from .server.limits import ConnectionLimits
 from .server.server import KafkaServer, register_api_versions
@@ -236,6 +242,7 @@ class Node:
                 PartitionGauges(
                     lambda: list(manager.partitions.values()),
                     cfg.settings.get("transaction.max.timeout.ms"),
+                    cfg.settings.get("txnchaos.late.transaction.buffer.ms"),
                 )
             )
         # Every node hands out producer ids; transactional ids need the local coordinator.
@@ -251,7 +258,10 @@ class Node:
             else None,
         ).register(self.registry)
         if cfg.settings.get("txnchaos.cluster.action.authorization.enable"):
-            guard_server_only_apis(self.registry)
+            guard_server_only_apis(
+                self.registry,
+                admin_prefixes(cfg.settings.get("txnchaos.cluster.action.client.ids")),
+            )
 
         await self.source.start()  # registered with the controller; the view is known
         placement = self.placement()
@@ -310,6 +320,7 @@ class Node:
         )
         self.transactions.register(self.registry)
         self.metrics.add_collector(TransactionCounters(self.transactions.counters))
+        self.metrics.add_collector(TransactionMarkerGauges(self.transactions.markers))
 
     def _write_node_file(
         self, port: int, metrics_port: int, advertised_host: str, advertised_port: int

@@ -7,6 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from .bugs import BUG_SWITCHES
+
 
 @dataclass(frozen=True, slots=True)
 class SettingSpec:
@@ -84,12 +86,28 @@ _SPECS: tuple[SettingSpec, ...] = (
         "CLUSTER_AUTHORIZATION_FAILED unless the client id names a node (txnchaos-node-*)",
     ),
     SettingSpec(
+        "txnchaos.cluster.action.client.ids",
+        str,
+        "txnchaos-admin",
+        "comma-separated client-id prefixes granted CLUSTER_ACTION besides the nodes "
+        "(operators: an admin abort is a WriteTxnMarkers; '' grants nobody)",
+    ),
+    SettingSpec(
+        "txnchaos.late.transaction.buffer.ms",
+        int,
+        300_000,
+        "PartitionsWithLateTransactionsCount counts a partition whose open transaction "
+        "has run longer than transaction.max.timeout.ms plus this (KIP-664: 5 minutes)",
+        0,
+    ),
+    SettingSpec(
         "txnchaos.transaction.concurrent.wait.ms",
         int,
         100,
         "hold requests for a completing transaction this long (0: Kafka's immediate "
         "CONCURRENT_TRANSACTIONS)",
     ),
+    *(SettingSpec(b.setting, bool, False, f"BUG ({b.report}): {b.symptom}") for b in BUG_SWITCHES),
 )
 
 SPECS: dict[str, SettingSpec] = {s.name: s for s in _SPECS}

@@ -25,6 +25,10 @@ from .cli_input import (
 )
 from .fuzz.command import fuzz_command
 from .launch.local import LaunchError, LocalCluster
+from .nightly.cli import nightly_command
+from .repro.cli import repro_command
+from .shrink.cli import shrink_command
+from .transactions_tool.command import transactions_command
 
 if TYPE_CHECKING:
     from .run.scenario import Scenario
@@ -491,15 +495,11 @@ def run(
 def _check_actions_heal(parsed: Scenario, scenario: Path, duration: float | None) -> None:
     """Every explicit fault ends within the workload (as the nemesis requires), checked
     before a cluster starts rather than after."""
-    workload = duration or parsed.duration
-    where = f"--duration {workload:g}" if duration else f"duration {workload:g}"
-    for i, action in enumerate(parsed.nemesis.actions):
-        if action.at + action.duration > workload:
-            raise InputError(
-                f"{scenario}: nemesis.actions.{i} ({action.kind} at {action.at:g}s lasting "
-                f"{action.duration:g}s) ends after the workload ({where}s): faults must heal "
-                "before the final phase"
-            )
+    from .run.scenario import fault_outlasting_workload
+
+    problem = fault_outlasting_workload(parsed, scenario, duration)
+    if problem:
+        raise InputError(problem)
 
 
 # ---- txnchaos analyze ----------------------------------------------------------------
@@ -533,9 +533,12 @@ def analyze(run_dir: Path, master: str | None) -> None:
 )
 def demo(brokers: int, transactions: int, partitions: int, data_dir: Path | None) -> None:
     """Start a local cluster, run transactions (some aborted) and read them back with
-    read_committed, print a summary and a verdict, stop the cluster."""
+    read_committed, recording the run; stop the cluster and judge the run with the
+    analysis's reference checkers (with --data-dir, the run directory stays in DIR/run)."""
     from .smoke import run_smoke
 
+    if data_dir is not None and (data_dir / "run").exists():
+        raise InputError(f"--data-dir {data_dir} already holds a demo run ({data_dir / 'run'})")
     try:
         code = run_smoke(
             brokers=brokers, transactions=transactions, partitions=partitions, data_dir=data_dir
@@ -547,8 +550,15 @@ def demo(brokers: int, transactions: int, partitions: int, data_dir: Path | None
     sys.exit(code)
 
 
-# ---- txnchaos fuzz -------------------------------------------------------------------
+# ---- txnchaos fuzz, txnchaos nightly -----------------------------------------------------
 main.add_command(fuzz_command)
+main.add_command(nightly_command)
+main.add_command(repro_command)
+main.add_command(shrink_command)
+
+
+# ---- txnchaos transactions (KIP-664) ---------------------------------------------------
+main.add_command(transactions_command)
 
 
 if __name__ == "__main__":

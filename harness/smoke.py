@@ -1,9 +1,10 @@
-"""The smoke workload behind ``txnchaos demo``: a local cluster (brokers and a
-coordinator as separate processes), a transactional confluent-kafka producer that
-commits most transactions and aborts some (after flushing, so aborted records do
-reach the log), a read_committed consumer group reading everything back, and a
-summary saying whether every committed record came back exactly once, in order,
-and no aborted record was ever returned."""
+"""The smoke run behind ``txnchaos demo``: a local cluster (brokers and a coordinator as
+separate processes), a transactional producer that commits most transactions and aborts
+some (after flushing, so aborted records do reach the log), a read_committed consumer
+group reading everything back and the final read of every partition, all recorded as a
+run directory in the history schema; the run is then judged by the analysis's reference
+checkers (plain Python, no JVM: a demo-sized history takes well under a second), the
+same rules ``txnchaos analyze`` applies on Spark."""
 
 from __future__ import annotations
 
@@ -14,110 +15,128 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from confluent_kafka import Consumer, KafkaException, Producer
+from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 from rich.console import Console
 from rich.table import Table
 
+from ..analysis.reference import Judged, judge
+from ..analysis.verdict import INVALID, UNKNOWN, VALID
+from .capture.final_state import capture_final_state
+from .history.run_dir import write_run_info
+from .history.schema import EventType, encode_value
+from .history.writer import HistoryWriter
 from .launch.local import LocalCluster
-from .workload.clients import position
+from .workload.clients import ConsumerClient, ProducerClient
+from .workload.final_read import final_read
 
 TOPIC = "txnchaos-smoke"
 RECORDS_PER_TXN = 10
+WRITER = "writer"
+CONSUMER = "consumer"
+TIMEOUT_S = 30.0
 
 
 @dataclass
 class SmokeResult:
+    """What the workload did (the judgement comes from the checkers, not from here)."""
+
     transactions: int = 0
     committed: int = 0
     aborted: int = 0
     committed_records: int = 0
     consumed: int = 0
-    duplicates: int = 0
-    missing: int = 0
-    aborted_read: int = 0
-    out_of_order: int = 0
     produce_seconds: float = 0.0
     consume_seconds: float = 0.0
     problems: list[str] = field(default_factory=list)
 
-    @property
-    def ok(self) -> bool:
-        anomalies = self.duplicates + self.missing + self.aborted_read + self.out_of_order
-        return anomalies == 0 and not self.problems
 
-
-def produce(bootstrap: str, transactions: int, seed: int, result: SmokeResult) -> set[str]:
-    """Run the transactions; returns the values of committed transactions."""
+def produce(
+    run_dir: Path,
+    bootstrap: str,
+    transactions: int,
+    partitions: int,
+    seed: int,
+    result: SmokeResult,
+) -> None:
+    """Run the transactions, recording every operation of the producer."""
     rng = random.Random(seed)
-    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": "smoke-writer"})
-    producer.init_transactions(30)
-    committed: set[str] = set()
+    conf = {"bootstrap.servers": bootstrap, "transactional.id": "smoke-writer"}
     started = time.monotonic()
-    for txn in range(transactions):
-        values = [f"smoke|{txn}|{i}" for i in range(RECORDS_PER_TXN)]
-        producer.begin_transaction()
-        for i, value in enumerate(values):
-            producer.produce(TOPIC, value=value.encode(), key=str(i).encode())
-        result.transactions += 1
-        if rng.random() < 0.2:
-            producer.flush(30)  # the aborted records reach the log, read_committed must skip them
-            producer.abort_transaction(30)
-            result.aborted += 1
-        else:
-            producer.commit_transaction(30)
-            result.committed += 1
-            committed.update(values)
+    with HistoryWriter(run_dir, WRITER, flush_every=256) as writer:
+        writer.record(EventType.START)
+        producer = ProducerClient(conf, writer)
+        try:
+            producer.init(TIMEOUT_S)
+            for txn in range(transactions):
+                producer.begin(txn)
+                for i in range(RECORDS_PER_TXN):
+                    value = encode_value(WRITER, txn, i)
+                    producer.send(TOPIC, i % partitions, value, key=str(i), txn=txn)
+                result.transactions += 1
+                if rng.random() < 0.2:
+                    producer.flush(TIMEOUT_S)  # aborted records reach the log
+                    producer.abort(txn, TIMEOUT_S, retries=3)
+                    result.aborted += 1
+                else:
+                    producer.commit(txn, TIMEOUT_S, retries=3)
+                    result.committed += 1
+                    result.committed_records += RECORDS_PER_TXN
+        finally:
+            producer.close(abort_open=True)
+            writer.record(EventType.STOP)
     result.produce_seconds = time.monotonic() - started
-    result.committed_records = len(committed)
-    return committed
 
 
-def consume(bootstrap: str, committed: set[str], result: SmokeResult) -> None:
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": f"txnchaos-smoke-{time.time_ns()}",
-            "auto.offset.reset": "earliest",
-            "isolation.level": "read_committed",
-        }
-    )
-    consumer.subscribe([TOPIC])
-    seen: dict[int, list[str]] = {}
+def consume(run_dir: Path, bootstrap: str, result: SmokeResult) -> None:
+    """Read the topic back with a read_committed consumer group, recording every poll."""
+    group = f"txnchaos-smoke-{time.time_ns()}"
+    conf = {
+        "bootstrap.servers": bootstrap,
+        "group.id": group,
+        "auto.offset.reset": "earliest",
+        "enable.auto.commit": False,
+        "isolation.level": "read_committed",
+    }
     started = time.monotonic()
-    idle_deadline = time.monotonic() + 30
-    try:
-        while result.consumed < len(committed) and time.monotonic() < idle_deadline:
-            for msg in consumer.consume(num_messages=5000, timeout=0.5):
-                if msg.error():
-                    result.problems.append(f"consumer error: {msg.error()}")
-                    continue
-                value = msg.value()
-                seen.setdefault(position(msg)[1], []).append(value.decode() if value else "")
-                result.consumed += 1
-                idle_deadline = time.monotonic() + 30
-    except KafkaException as exc:
-        result.problems.append(f"consumer failed: {exc}")
-    finally:
-        consumer.close()
+    with HistoryWriter(run_dir, CONSUMER, flush_every=256) as writer:
+        writer.record(EventType.START, group_id=group)
+        consumer = ConsumerClient(conf, writer)
+        consumer.subscribe([TOPIC])
+        idle_deadline = time.monotonic() + TIMEOUT_S
+        try:
+            while result.consumed < result.committed_records and time.monotonic() < idle_deadline:
+                got = len(consumer.poll(5000, 0.5))
+                if got:
+                    result.consumed += got
+                    idle_deadline = time.monotonic() + TIMEOUT_S
+        except KafkaException as exc:
+            result.problems.append(f"consumer failed: {exc}")
+        finally:
+            consumer.close()
+            writer.record(EventType.STOP, group_id=group)
     result.consume_seconds = time.monotonic() - started
-    everything = [v for values in seen.values() for v in values]
-    result.duplicates = len(everything) - len(set(everything))
-    result.aborted_read = len(set(everything) - committed)
-    result.missing = len(committed - set(everything))
-    for values in seen.values():
-        # Within a partition, one writer's records come back in the order written.
-        order = [(int(t), int(i)) for _, t, i in (v.split("|") for v in values)]
-        if order != sorted(order):
-            result.out_of_order += 1
 
 
-def run_smoke(*, brokers: int, transactions: int, partitions: int, data_dir: Path | None) -> int:
+def create_topic(bootstrap: str, partitions: int) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for future in admin.create_topics([NewTopic(TOPIC, partitions, 1)]).values():
+        try:
+            future.result(TIMEOUT_S)
+        except KafkaException as exc:
+            if "TOPIC_ALREADY_EXISTS" not in str(exc):
+                raise
+
+
+def record_run(
+    run_dir: Path, root: Path, *, brokers: int, transactions: int, partitions: int
+) -> SmokeResult:
+    """Start a cluster under ``root``, run the workload into ``run_dir``, stop the cluster."""
     console = Console()
-    temp = data_dir is None
-    root = Path(tempfile.mkdtemp(prefix="txnchaos-demo-")) if temp else data_dir
-    assert root is not None
     result = SmokeResult()
+    started_ns = time.time_ns()
+    info = {"scenario": "demo", "seed": 1, "started_ns": started_ns, "cluster_kind": "local"}
+    write_run_info(run_dir, **info, complete=False)
     with console.status("starting a local cluster"):
         cluster = LocalCluster.prepare(root / "cluster", brokers, 1, [])
         cluster.up()
@@ -126,23 +145,59 @@ def run_smoke(*, brokers: int, transactions: int, partitions: int, data_dir: Pat
         f"cluster up: {brokers} broker(s) + 1 coordinator, bootstrap [bold]{bootstrap}[/]"
     )
     try:
-        admin = AdminClient({"bootstrap.servers": bootstrap})
-        for future in admin.create_topics([NewTopic(TOPIC, partitions, 1)]).values():
-            try:
-                future.result(30)
-            except KafkaException as exc:
-                if "TOPIC_ALREADY_EXISTS" not in str(exc):
-                    raise
+        create_topic(bootstrap, partitions)
+        workload_ns = time.time_ns()
         with console.status(f"running {transactions} transactions (about 1 in 5 aborted)"):
-            committed = produce(bootstrap, transactions, seed=1, result=result)
+            produce(run_dir, bootstrap, transactions, partitions, seed=1, result=result)
         with console.status("reading them back with a read_committed consumer group"):
-            consume(bootstrap, committed, result)
+            consume(run_dir, bootstrap, result)
+        with console.status("final read of every partition, final cluster state"):
+            ends = final_read(bootstrap, {TOPIC: partitions}, run_dir, timeout_s=60.0)
+            capture_final_state(run_dir, bootstrap, ends.partition_state())
+        if not ends.complete:
+            result.problems.append("the final read did not reach the end of every partition")
     finally:
         with console.status("stopping the cluster"):
             cluster.down()
-        if temp:
-            shutil.rmtree(root, ignore_errors=True)
+    write_run_info(
+        run_dir,
+        **info,
+        workload_started_ns=workload_ns,
+        ended_ns=time.time_ns(),
+        metrics_supported=False,
+        complete=True,
+    )
+    return result
 
+
+def status_of(judged: Judged) -> str:
+    """A checker's status as the verdict states it."""
+    if judged.unknown is not None:
+        return UNKNOWN
+    return INVALID if judged.rows else VALID
+
+
+def judge_run(run_dir: Path) -> tuple[str, Table]:
+    """The run's verdict from the reference checkers, and a table of what each found."""
+    results = judge(run_dir)
+    table = Table(title="checkers (analysis/reference: the rules txnchaos analyze applies)")
+    table.add_column("checker")
+    table.add_column("status")
+    table.add_column("anomalies", justify="right")
+    table.add_column("detail")
+    statuses = set()
+    for name, judged in results.items():
+        status = status_of(judged)
+        statuses.add(status)
+        counts = judged.counts
+        detail = judged.unknown or ", ".join(f"{k}={v}" for k, v in counts.items() if v)
+        table.add_row(name, status, str(sum(counts.values())), detail)
+    if INVALID in statuses:
+        return INVALID, table
+    return (UNKNOWN if statuses == {UNKNOWN} else VALID), table
+
+
+def workload_table(result: SmokeResult) -> Table:
     table = Table(title="txnchaos transactional smoke run")
     table.add_column("measure")
     table.add_column("value", justify="right")
@@ -150,14 +205,35 @@ def run_smoke(*, brokers: int, transactions: int, partitions: int, data_dir: Pat
     table.add_row("committed / aborted", f"{result.committed} / {result.aborted}")
     table.add_row("committed records", str(result.committed_records))
     table.add_row("read (read_committed)", str(result.consumed))
-    table.add_row("aborted records read", str(result.aborted_read))
-    table.add_row("duplicates", str(result.duplicates))
-    table.add_row("missing (committed, never read)", str(result.missing))
-    table.add_row("partitions out of order", str(result.out_of_order))
     rate = result.transactions / result.produce_seconds if result.produce_seconds else 0
     table.add_row("transaction rate", f"{rate:,.0f} transactions/s")
-    console.print(table)
+    return table
+
+
+def run_smoke(*, brokers: int, transactions: int, partitions: int, data_dir: Path | None) -> int:
+    """Record and judge a smoke run: 0 valid (or unknown), 1 anomalies found. With
+    ``data_dir`` the run directory stays in ``data_dir/run`` (``txnchaos analyze`` reads it)."""
+    console = Console()
+    temp = data_dir is None
+    root = Path(tempfile.mkdtemp(prefix="txnchaos-demo-")) if data_dir is None else data_dir
+    run_dir = root / "run"
+    try:
+        result = record_run(
+            run_dir, root, brokers=brokers, transactions=transactions, partitions=partitions
+        )
+        console.print(workload_table(result))
+        status, checkers = judge_run(run_dir)
+        console.print(checkers)
+    finally:
+        if temp:
+            shutil.rmtree(root, ignore_errors=True)
     for problem in result.problems:
         console.print(f"[red]problem:[/] {problem}")
-    console.print("[bold green]verdict: valid[/]" if result.ok else "[bold red]verdict: INVALID[/]")
-    return 0 if result.ok else 1
+    if not temp:
+        console.print(f"run directory: {run_dir}")
+    console.print(
+        "[bold red]verdict: INVALID[/]"
+        if status == INVALID
+        else f"[bold green]verdict: {status}[/]"
+    )
+    return 1 if status == INVALID else 0

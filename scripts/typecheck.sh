@@ -15,10 +15,12 @@ mkdir -p "$TREE/txnchaos"
 for layer in cluster harness analysis; do
     ln -sfn "$ROOT/$layer" "$TREE/txnchaos/$layer"
 done
+# test support shared by tests/ and bench/ (not installed): checked beside the package
+ln -sfn "$ROOT/txnchaos_testing" "$TREE/txnchaos_testing"
 cd "$TREE"
 "$ROOT/.venv/bin/mypy" --config-file "$ROOT/pyproject.toml" \
     --cache-dir "$ROOT/var/typecheck/.mypy_cache" \
-    --python-executable "$ROOT/.venv/bin/python" -p txnchaos "$@"
+    --python-executable "$ROOT/.venv/bin/python" -p txnchaos -p txnchaos_testing "$@"
 # the benchmarks import the package as installed; here they find it in the tree above
 MYPYPATH="$TREE" exec "$ROOT/.venv/bin/mypy" --config-file "$ROOT/pyproject.toml" \
     --cache-dir "$ROOT/var/typecheck/.mypy_cache-bench" \

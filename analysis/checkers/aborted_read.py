@@ -14,8 +14,11 @@ from pyspark.sql import functions as F
 from ..projections import NOT_COMMITTED
 from .base import LATER, CheckOutput, Exact, Refine, anomalies, definition, fill
 from .context import CheckContext
+from .protocol import Reads
 
 NAME = "aborted_read"
+KINDS: tuple[str, ...] = ("aborted_read",)
+READS = frozenset({Reads.VALUES})
 
 
 def _needs(ctx: CheckContext, examples: list[dict[str, Any]]) -> tuple[set[str], set[Any]]:
@@ -28,25 +31,25 @@ def _apply(ev: dict[str, Any], exact: Exact) -> None:
 
 
 def check(ctx: CheckContext) -> CheckOutput:
-    out = CheckOutput(NAME, definition(__doc__), ("aborted_read",), refine=Refine(_needs, _apply))
+    out = CheckOutput(NAME, definition(__doc__), KINDS, refine=Refine(_needs, _apply))
     if not ctx.has_reads:
         out.unknown = "no read_committed reads in the history"
         return out
-    v = ctx.proj.values.filter((F.col("n_r") > 0) & F.col("status").isin(NOT_COMMITTED))
+    v = ctx.proj.values.filter((F.col("n_reads") > 0) & F.col("status").isin(NOT_COMMITTED))
     out.frames.append(
         anomalies(
             v,
             NAME,
             "aborted_read",
-            F.col("fr_t"),
+            F.col("first_read_ns"),
             {
                 "value": F.col("value"),
                 "transaction": F.struct(
-                    F.col("writer"), F.col("vtxn").alias("txn"), F.col("status")
+                    F.col("writer"), F.col("value_txn").alias("txn"), F.col("status")
                 ),
                 "written": F.lit(LATER),
                 "first_read": F.lit(LATER),
-                "times_read": F.col("n_r"),
+                "times_read": F.col("n_reads"),
             },
         )
     )

@@ -14,12 +14,16 @@ from typing import Any
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from ...harness.history.schema import EventType
+from ..engine.packed_keys import op_key
 from ..projections import COMMITTED, OUTPUT_KEYS, output_key, place_offset, place_tp
-from ..summary import OP_BITS
 from .base import LATER, CheckOutput, Exact, Refine, anomalies, definition
 from .context import CheckContext
+from .protocol import Reads
 
 NAME = "consume_transform_produce"
+KINDS: tuple[str, ...] = ("missing_output", "duplicate_output", "output_ahead_of_offsets")
+READS = frozenset({Reads.VALUES})
 
 
 def _outputs(proj: Any, sources: list[str]) -> DataFrame:
@@ -28,17 +32,21 @@ def _outputs(proj: Any, sources: list[str]) -> DataFrame:
     ``values`` keeps) names a source.  A value's source and group are not kept per value (they
     are strings): they come from that write in the history."""
     h = proj.h
-    cond = (F.col("type") == "send") & F.col("value").isNotNull() & F.col("source").isin(sources)
+    cond = (
+        (F.col("type") == EventType.SEND.value)
+        & F.col("value").isNotNull()
+        & F.col("source").isin(sources)
+    )
     sends = h.filter(cond).select("value", "process", "op_id", "group_id", "source")
     sends = proj.with_ranks(sends, tp=False).select(
         "value",
-        (F.shiftleft(F.col("_proc_rank").cast("long"), OP_BITS) + F.col("op_id")).alias("wkey"),
+        op_key(F.col("_proc_rank"), F.col("op_id")).alias("write_key"),
         F.col("group_id").alias("o_group"),
         F.col("source").alias("o_source"),
     )
-    v = proj.values.filter(F.col("n_final") > 0).select("value", "wkey")
+    v = proj.values.filter(F.col("n_final_reads") > 0).select("value", "write_key")
     # a hash join building on the sends: the values (cached, partitioned by value) are not sorted
-    return v.join(sends.hint("shuffle_hash"), ["value", "wkey"]).select(
+    return v.join(sends.hint("shuffle_hash"), ["value", "write_key"]).select(
         "value", "o_group", "o_source"
     )
 
@@ -51,8 +59,8 @@ def _input_values(proj: Any, examples: list[dict[str, Any]]) -> None:
     keys = [output_key(F.lit(g), F.col("value"))[0].alias(f"_k{i}") for i, g in enumerate(groups)]
     places = sorted({e["evidence"]["_input"]["place"] for e in examples})
     hits = (
-        proj.values.filter((F.col("n_final") > 0) & F.col("pmin").isin(places))
-        .select("pmin", "value", *keys)
+        proj.values.filter((F.col("n_final_reads") > 0) & F.col("least_place").isin(places))
+        .select("least_place", "value", *keys)
         .collect()
     )
     for e in examples:
@@ -60,7 +68,8 @@ def _input_values(proj: Any, examples: list[dict[str, Any]]) -> None:
         ref = ev.pop("_input")
         col = f"_k{groups.index(ev['group'])}"
         value = next(
-            (r["value"] for r in hits if r["pmin"] == ref["place"] and r[col] == ref["k1"]), None
+            (r["value"] for r in hits if r["least_place"] == ref["place"] and r[col] == ref["k1"]),
+            None,
         )
         ev["input"] = {"value": value, **ev["input"]}
 
@@ -91,10 +100,10 @@ def check(ctx: CheckContext) -> CheckOutput:
     out = CheckOutput(
         NAME,
         definition(__doc__),
-        ("missing_output", "duplicate_output", "output_ahead_of_offsets"),
+        KINDS,
         refine=Refine(_needs, _apply),
     )
-    if not ctx.type_counts.get("send_offsets"):
+    if not ctx.type_counts.get(EventType.SEND_OFFSETS.value):
         out.unknown = "no consume-transform-produce copier in this run (no send_offsets)"
         return out
     if not ctx.has_final_read:
@@ -117,8 +126,10 @@ def check(ctx: CheckContext) -> CheckOutput:
     # one pass over the finally read values: each is an output (its greatest write's key) and,
     # for each group that consumed its partition, an input (its key under that group); the two
     # kinds meet by key in one aggregation of numbers (no value string is shuffled or compared)
-    v = proj.values.filter(F.col("n_final") > 0).select("value", "pmin", "fr_t", *OUTPUT_KEYS)
-    j = v.join(F.broadcast(table), place_tp(F.col("pmin")) == F.col("g_tp"), "left")
+    v = proj.values.filter(F.col("n_final_reads") > 0).select(
+        "value", "least_place", "first_read_ns", *OUTPUT_KEYS
+    )
+    j = v.join(F.broadcast(table), place_tp(F.col("least_place")) == F.col("g_tp"), "left")
     k1, k2 = OUTPUT_KEYS
     i_k1, i_k2 = output_key(F.col("g"), F.col("value"))
     n = F.lit(None)
@@ -141,9 +152,9 @@ def check(ctx: CheckContext) -> CheckOutput:
             i_k2.alias("k2"),
             F.lit(0).alias("out"),
             "g_idx",
-            F.col("pmin").alias("place"),
+            F.col("least_place").alias("place"),
             "committed_pos",
-            F.col("fr_t").alias("t"),
+            F.col("first_read_ns").alias("t"),
         ),
     )
     e = j.select(F.explode(F.array_compact(F.array(as_output, as_input))).alias("e")).select("e.*")
@@ -190,7 +201,7 @@ def _committed_positions(proj: Any) -> list[tuple[str, int, int]]:
     """(group, tp key, committed position): per copier group and input partition, the highest
     offset sent with send_offsets in a committed transaction (a few rows)."""
     h = proj.h
-    so = h.filter((F.col("type") == "send_offsets") & F.col("topic").isNotNull())
+    so = h.filter((F.col("type") == EventType.SEND_OFFSETS.value) & F.col("topic").isNotNull())
     t = proj.txns.filter(F.col("status") == COMMITTED).select("t_writer", "t_txn")
     so = so.join(F.broadcast(t), (so["process"] == t["t_writer"]) & (so["txn"] == t["t_txn"]))
     # a topic the history has no partition of has no rank, and no place of it is read

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from ..load import RunData
-from ..projections import Projections
+from ...harness.history.schema import EventType
+
+if TYPE_CHECKING:  # projections.py reads the ordering checker's rule: no import cycle
+    from ..load import RunData
+    from ..projections import Projections
 
 
 @dataclass
@@ -17,8 +21,9 @@ class CheckContext:
 
     @property
     def has_reads(self) -> bool:
-        return self.type_counts.get("poll", 0) + self.type_counts.get("final_read", 0) > 0
+        reads = (EventType.POLL, EventType.FINAL_READ)
+        return sum(self.type_counts.get(t.value, 0) for t in reads) > 0
 
     @property
     def has_final_read(self) -> bool:
-        return self.type_counts.get("final_read", 0) > 0
+        return self.type_counts.get(EventType.FINAL_READ.value, 0) > 0

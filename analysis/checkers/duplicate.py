@@ -10,29 +10,38 @@ from pyspark.sql import functions as F
 
 from .base import CheckOutput, anomalies, definition
 from .context import CheckContext
+from .protocol import Reads
 
 NAME = "duplicate"
+KINDS: tuple[str, ...] = ("multiple_offsets", "redelivered")
+READS = frozenset({Reads.VALUES, Reads.STREAM, Reads.SPANS})
 
 
 def check(ctx: CheckContext) -> CheckOutput:
-    out = CheckOutput(NAME, definition(__doc__), ("multiple_offsets", "redelivered"))
+    out = CheckOutput(NAME, definition(__doc__), KINDS)
     if not ctx.has_reads:
         out.unknown = "no reads in the history"
         return out
     proj = ctx.proj
-    # values keeps pmax only where it is another place than pmin
-    v = proj.values.filter(F.col("pmax").isNotNull())
+    # values keeps greatest_place only where it is another place than least_place
+    v = proj.values.filter(F.col("greatest_place").isNotNull())
     out.frames.append(
         anomalies(
             v,
             NAME,
             "multiple_offsets",
-            F.least(F.col("lmin_t"), F.col("lmax_t")),
+            F.least(F.col("least_place_obs_ns"), F.col("greatest_place_obs_ns")),
             {
                 "value": F.col("value"),
                 "seen_at": F.array(
-                    proj.place_struct(F.col("pmin"), F.col("lmin_o"), F.col("lmin_t")),
-                    proj.place_struct(F.col("pmax"), F.col("lmax_o"), F.col("lmax_t")),
+                    proj.place_struct(
+                        F.col("least_place"), F.col("least_place_obs"), F.col("least_place_obs_ns")
+                    ),
+                    proj.place_struct(
+                        F.col("greatest_place"),
+                        F.col("greatest_place_obs"),
+                        F.col("greatest_place_obs_ns"),
+                    ),
                 ),
             },
         )

@@ -18,11 +18,20 @@ from typing import Any
 from pyspark.sql import Window
 from pyspark.sql import functions as F
 
+from ...harness.history.final_state import CoordinatorTransaction, OpenTransaction
 from ...harness.history.schema import MetricName
 from .base import CheckOutput, definition, row
 from .context import CheckContext
+from .protocol import Reads
 
 NAME = "hanging_transactions"
+KINDS: tuple[str, ...] = (
+    "end_lso_lag",
+    "stale_open_transaction",
+    "coordinator_mismatch",
+    "lso_stall",
+)
+READS = frozenset({Reads.FINAL_STATE, Reads.METRICS, Reads.FAULTS})
 ABORT_CLEANUP_INTERVAL_MS = 10_000
 SAMPLING_SLACK_MS = 5_000
 ACTIVE_STATES = {"Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence", "Prepared"}
@@ -33,8 +42,8 @@ def _final_state_rows(ctx: CheckContext, out: CheckOutput) -> None:
     assert fs is not None
     captured = fs.get("captured_ns")
     max_timeout_ns = ctx.data.run.transaction_max_timeout_ms * 1_000_000
-    opens: list[dict[str, Any]] = fs.get("open_transactions") or []
-    by_tp: dict[tuple[Any, Any], list[dict[str, Any]]] = {}  # as the JSON has them
+    opens: list[OpenTransaction] = fs.get("open_transactions") or []
+    by_tp: dict[tuple[Any, Any], list[OpenTransaction]] = {}  # as the JSON has them
     for o in opens:
         by_tp.setdefault((o.get("topic"), o.get("partition")), []).append(o)
     for p in fs["partitions"]:
@@ -97,7 +106,7 @@ def _final_state_rows(ctx: CheckContext, out: CheckOutput) -> None:
             "the cluster exposes no coordinator state: coordinator_mismatch not checked"
         )
         return
-    active: dict[Any, list[dict[str, Any]]] = {}
+    active: dict[Any, list[CoordinatorTransaction]] = {}
     for c in coord:
         if c.get("state") in ACTIVE_STATES:
             active.setdefault(c.get("producer_id"), []).append(c)
@@ -191,7 +200,7 @@ def check(ctx: CheckContext) -> CheckOutput:
     out = CheckOutput(
         NAME,
         definition(__doc__),
-        ("end_lso_lag", "stale_open_transaction", "coordinator_mismatch", "lso_stall"),
+        KINDS,
     )
     have_state = ctx.data.final_state is not None
     if have_state:

@@ -10,23 +10,26 @@ from pyspark.sql import functions as F
 from ..projections import FAIL_CODE, INDETERMINATE
 from .base import CheckOutput, anomalies, definition
 from .context import CheckContext
+from .protocol import Reads
 
 NAME = "indeterminate_commit"
+KINDS: tuple[str, ...] = ("partly_visible",)
+READS = frozenset({Reads.VALUES})
 
 
 def check(ctx: CheckContext) -> CheckOutput:
-    out = CheckOutput(NAME, definition(__doc__), ("partly_visible",))
+    out = CheckOutput(NAME, definition(__doc__), KINDS)
     if not ctx.has_final_read:
         out.unknown = "no final read: visibility of unknown-outcome commits cannot be judged"
         return out
     v = ctx.proj.values.filter(
         (F.col("status") == INDETERMINATE)
-        & F.col("vtxn").isNotNull()
-        & (F.col("n_w") > 0)
-        & (F.col("w_outcome") != FAIL_CODE)
+        & F.col("value_txn").isNotNull()
+        & (F.col("n_writes") > 0)
+        & (F.col("write_outcome") != FAIL_CODE)
     )
-    vis = F.col("n_final") > 0
-    g = v.groupBy("writer", "vtxn").agg(
+    vis = F.col("n_final_reads") > 0
+    g = v.groupBy("writer", "value_txn").agg(
         F.count(F.lit(1)).alias("writes"),
         F.sum(vis.cast("int")).alias("visible"),
         F.min("commit_invoke_ns").alias("commit_invoked_ns"),
@@ -45,7 +48,7 @@ def check(ctx: CheckContext) -> CheckOutput:
             "partly_visible",
             F.col("commit_invoked_ns"),
             {
-                "transaction": F.struct(F.col("writer"), F.col("vtxn").alias("txn")),
+                "transaction": F.struct(F.col("writer"), F.col("value_txn").alias("txn")),
                 "commit_invoked_ns": F.col("commit_invoked_ns"),
                 "writes": F.col("writes"),
                 "visible_in_final_read": F.col("visible"),

@@ -13,8 +13,11 @@ from pyspark.sql import functions as F
 from ..projections import COMMITTED, FAIL_CODE
 from .base import LATER, CheckOutput, Exact, Refine, anomalies, definition, fill
 from .context import CheckContext
+from .protocol import Reads
 
 NAME = "lost_write"
+KINDS: tuple[str, ...] = ("lost_write",)
+READS = frozenset({Reads.VALUES, Reads.STREAM})
 
 
 def _needs(ctx: CheckContext, examples: list[dict[str, Any]]) -> tuple[set[str], set[Any]]:
@@ -26,7 +29,7 @@ def _apply(ev: dict[str, Any], exact: Exact) -> None:
 
 
 def check(ctx: CheckContext) -> CheckOutput:
-    out = CheckOutput(NAME, definition(__doc__), ("lost_write",), refine=Refine(_needs, _apply))
+    out = CheckOutput(NAME, definition(__doc__), KINDS, refine=Refine(_needs, _apply))
     if not ctx.has_reads:
         out.unknown = "no reads in the history, so no write can be shown lost"
         return out
@@ -34,14 +37,14 @@ def check(ctx: CheckContext) -> CheckOutput:
         out.notes.append("no final read: only writes below offsets that were read are checked")
     v = ctx.proj.values.filter(
         (F.col("status") == COMMITTED)
-        & (F.col("n_w") > 0)
-        & (F.col("n_r") == 0)
-        & (F.col("w_outcome") != FAIL_CODE)
+        & (F.col("n_writes") > 0)
+        & (F.col("n_reads") == 0)
+        & (F.col("write_outcome") != FAIL_CODE)
     )
     p = F.broadcast(ctx.proj.partition_reads)
-    j = v.join(p, v["w_tp"] == p["tp"], "left")
+    j = v.join(p, v["write_tp"] == p["tp"], "left")
     covered = F.coalesce(F.col("has_final"), F.lit(False)) | (
-        F.col("w_offset") < F.col("max_read_offset")
+        F.col("write_offset") < F.col("max_read_offset")
     )
     lost = j.filter(covered)
     out.frames.append(
@@ -49,10 +52,10 @@ def check(ctx: CheckContext) -> CheckOutput:
             lost,
             NAME,
             "lost_write",
-            F.col("w_t"),
+            F.col("write_ns"),
             {
                 "value": F.col("value"),
-                "transaction": F.struct(F.col("writer"), F.col("vtxn").alias("txn")),
+                "transaction": F.struct(F.col("writer"), F.col("value_txn").alias("txn")),
                 "write": F.lit(LATER),
                 "commit_invoked_ns": F.col("commit_invoke_ns"),
                 "partition_max_read_offset": F.col("max_read_offset"),

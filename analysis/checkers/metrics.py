@@ -23,11 +23,20 @@ from typing import Any
 from pyspark.sql import Window
 from pyspark.sql import functions as F
 
+from ...harness.history.final_state import FinalState
 from ...harness.history.schema import MetricName as M
 from .base import CheckOutput, definition, row
 from .context import CheckContext
+from .protocol import Reads
 
 NAME = "metrics"
+KINDS: tuple[str, ...] = (
+    "late_transactions_count",
+    "lso_lag",
+    "producer_id_count",
+    "transaction_counters",
+)
+READS = frozenset({Reads.METRICS, Reads.FINAL_STATE, Reads.TRANSACTIONS})
 LATE_BUFFER_MS = 5 * 60 * 1000
 LAG_FRESHNESS_NS = 2_000_000_000
 COUNTERS = (M.TXNS_COMMITTED.value, M.TXNS_ABORTED.value)
@@ -43,7 +52,7 @@ def check(ctx: CheckContext) -> CheckOutput:
     out = CheckOutput(
         NAME,
         definition(__doc__),
-        ("late_transactions_count", "lso_lag", "producer_id_count", "transaction_counters"),
+        KINDS,
     )
     m = ctx.data.metrics
     if m is None or not ctx.data.run.info.get("metrics_supported", True):
@@ -147,7 +156,7 @@ def _late(ctx: CheckContext, out: CheckOutput, m: Any, rows: list[Any]) -> None:
             )
 
 
-def _lag(out: CheckOutput, fs: dict[str, Any], rows: list[Any]) -> None:
+def _lag(out: CheckOutput, fs: FinalState, rows: list[Any]) -> None:
     captured = fs.get("captured_ns") or 0
     latest: dict[tuple[str, int], tuple[int, float, dict[str, float]]] = {}
     for r in rows:
@@ -190,14 +199,14 @@ def _lag(out: CheckOutput, fs: dict[str, Any], rows: list[Any]) -> None:
         out.notes.append(f"{stale} partitions' LastStableOffsetLag samples predate the final state")
 
 
-def _pids(ctx: CheckContext, out: CheckOutput, fs: dict[str, Any] | None, rows: list[Any]) -> None:
+def _pids(ctx: CheckContext, out: CheckOutput, fs: FinalState | None, rows: list[Any]) -> None:
     # producer ids per partition come from the summary pass (no extra scan of the history)
     producers = ctx.proj.summary.producers
     lower = len({pid for pids in producers.values() for pid, acked in pids.items() if acked})
     n_by_tp = {tp: len(pids) for tp, pids in producers.items()}
     replicas = {
         (p["topic"], p["partition"]): len(p.get("replicas") or [])
-        for p in (fs or {}).get("partitions", [])
+        for p in (fs["partitions"] if fs is not None else [])
     }
     upper: int | None = None
     if fs is not None and all(replicas.get(tp) for tp in n_by_tp):

@@ -9,19 +9,46 @@ Counts: (a) offending reads; (b) committed records skipped; (c) offending write 
 
 from __future__ import annotations
 
+from pyspark.sql import Column
 from pyspark.sql import functions as F
 
 from .base import CheckOutput, anomalies, definition
 from .context import CheckContext
+from .protocol import Reads
 
 NAME = "ordering"
+KINDS: tuple[str, ...] = ("non_monotonic", "skipped", "producer_order")
+READS = frozenset({Reads.STREAM, Reads.SPANS, Reads.OFFSETS})
+#: rows of the stream (projections.stream): a read, and a committed write
+READ_ROW, COMMITTED_WRITE_ROW = 0, 1
+
+
+def read_not_above_previous(
+    row: Column, epoch: Column, offset: Column, prev: dict[str, Column]
+) -> Column:
+    """(a) non-monotonic: a read at or below the previous read of the same epoch (``prev``:
+    the previous stream row of the same kind)."""
+    return (row == READ_ROW) & (prev["epoch"] == epoch) & (offset <= prev["offset"])
+
+
+def write_acked_below_previous(row: Column, offset: Column, prev: dict[str, Column]) -> Column:
+    """(c) producer order: a committed write acked below the producer's previous committed
+    write to the partition."""
+    return (row == COMMITTED_WRITE_ROW) & (offset < prev["offset"])
+
+
+def order_broken(row: Column, epoch: Column, offset: Column, prev: dict[str, Column]) -> Column:
+    """Where the stream keeps ``prev`` (and keeps committed writes at all): (a) or (c)."""
+    return read_not_above_previous(row, epoch, offset, prev) | write_acked_below_previous(
+        row, offset, prev
+    )
 
 
 def check(ctx: CheckContext) -> CheckOutput:
-    out = CheckOutput(NAME, definition(__doc__), ("non_monotonic", "skipped", "producer_order"))
+    out = CheckOutput(NAME, definition(__doc__), KINDS)
     proj = ctx.proj
     if ctx.has_reads:
-        # the stream keeps prev only on reads not above the previous read of their epoch
+        # the stream keeps prev only where order_broken: reads not above the previous one
         r = proj.reads.filter(F.col("prev").isNotNull())
         out.frames.append(
             anomalies(
@@ -65,8 +92,8 @@ def check(ctx: CheckContext) -> CheckOutput:
                 weight=F.col("skipped"),
             )
         )
-    # the stream keeps committed writes only where acked below the previous committed write
-    w = proj.stream.filter(F.col("kind") == 1)
+    # the stream keeps committed writes only where order_broken (acked below the previous one)
+    w = proj.stream.filter(F.col("kind") == COMMITTED_WRITE_ROW)
     out.frames.append(
         anomalies(
             w,

@@ -11,8 +11,11 @@ from pyspark.sql import functions as F
 from ..projections import COMMITTED, INDETERMINATE
 from .base import LATER, CheckOutput, Exact, Refine, anomalies, definition, fill
 from .context import CheckContext
+from .protocol import Reads
 
 NAME = "precommitted_read"
+KINDS: tuple[str, ...] = ("precommitted_read",)
+READS = frozenset({Reads.VALUES})
 
 
 def _needs(ctx: CheckContext, examples: list[dict[str, Any]]) -> tuple[set[str], set[Any]]:
@@ -24,29 +27,27 @@ def _apply(ev: dict[str, Any], exact: Exact) -> None:
 
 
 def check(ctx: CheckContext) -> CheckOutput:
-    out = CheckOutput(
-        NAME, definition(__doc__), ("precommitted_read",), refine=Refine(_needs, _apply)
-    )
+    out = CheckOutput(NAME, definition(__doc__), KINDS, refine=Refine(_needs, _apply))
     if not ctx.has_reads:
         out.unknown = "no read_committed reads in the history"
         return out
     v = ctx.proj.values.filter(
-        (F.col("n_r") > 0)
+        (F.col("n_reads") > 0)
         & F.col("status").isin(COMMITTED, INDETERMINATE)
-        & (F.col("fr_t") < F.col("commit_invoke_ns"))
+        & (F.col("first_read_ns") < F.col("commit_invoke_ns"))
     )
     out.frames.append(
         anomalies(
             v,
             NAME,
             "precommitted_read",
-            F.col("fr_t"),
+            F.col("first_read_ns"),
             {
                 "value": F.col("value"),
-                "transaction": F.struct(F.col("writer"), F.col("vtxn").alias("txn")),
+                "transaction": F.struct(F.col("writer"), F.col("value_txn").alias("txn")),
                 "first_read": F.lit(LATER),
                 "commit_invoked_ns": F.col("commit_invoke_ns"),
-                "read_early_by_ms": (F.col("commit_invoke_ns") - F.col("fr_t")) / 1e6,
+                "read_early_by_ms": (F.col("commit_invoke_ns") - F.col("first_read_ns")) / 1e6,
             },
         )
     )

@@ -16,8 +16,11 @@ from pyspark.sql import functions as F
 from ..projections import COMMITTED, FAIL_CODE, parse_value, place_offset, place_tp
 from .base import CheckOutput, anomalies, definition
 from .context import CheckContext
+from .protocol import Reads
 
 NAME = "torn_transaction"
+KINDS: tuple[str, ...] = ("torn_transaction",)
+READS = frozenset({Reads.VALUES, Reads.OFFSETS, Reads.STREAM, Reads.SPANS})
 
 
 def _candidates(proj: Any) -> DataFrame:
@@ -39,7 +42,7 @@ def _candidates(proj: Any) -> DataFrame:
         & (spans["last_offset"] >= bad["b_off"]),
         "left_semi",
     )
-    irregular = proj.values.filter(~F.col("parsed") & (F.col("n_w") > 1)).agg(
+    irregular = proj.values.filter(~F.col("parsed") & (F.col("n_writes") > 1)).agg(
         (F.count(F.lit(1)) > 0).alias("irregular")
     )
     flagged = spans.filter(F.col("skipped") > 0).select("stream", "epoch")
@@ -52,7 +55,7 @@ def _candidates(proj: Any) -> DataFrame:
 
 
 def check(ctx: CheckContext) -> CheckOutput:
-    out = CheckOutput(NAME, definition(__doc__), ("torn_transaction",))
+    out = CheckOutput(NAME, definition(__doc__), KINDS)
     if not ctx.has_reads:
         out.unknown = "no read_committed reads in the history"
         return out
@@ -65,41 +68,41 @@ def check(ctx: CheckContext) -> CheckOutput:
     writer, txn, _ = parse_value(F.col("value"))
     reads = proj.keep(
         proj.reads.join(F.broadcast(_candidates(proj)), ["stream", "epoch"]).select(
-            "*", writer.alias("writer"), txn.alias("vtxn")
+            "*", writer.alias("writer"), txn.alias("value_txn")
         )
-    ).filter(F.col("vtxn").isNotNull())
-    key = ["stream", "epoch", "writer", "vtxn"]
+    ).filter(F.col("value_txn").isNotNull())
+    key = ["stream", "epoch", "writer", "value_txn"]
     seen = reads.groupBy(*key, "proc_rank", "tp").agg(F.count_distinct("value").alias("seen"))
     # those transactions' records per partition (placed at their read or acked offset): values
     # that name their transaction, as the reads are attributed (a value in another form, taken
     # for its write's transaction, would be expected but never counted as seen)
     v = proj.values.join(
-        F.broadcast(seen.select("writer", "vtxn").distinct()), ["writer", "vtxn"]
+        F.broadcast(seen.select("writer", "value_txn").distinct()), ["writer", "value_txn"]
     ).filter(
         (F.col("status") == COMMITTED)
         & F.col("parsed")
-        & F.col("vtxn").isNotNull()
-        & (F.col("n_w") > 0)
-        & (F.col("w_outcome") != FAIL_CODE)
+        & F.col("value_txn").isNotNull()
+        & (F.col("n_writes") > 0)
+        & (F.col("write_outcome") != FAIL_CODE)
     )
     expected = (
         v.groupBy(
             F.col("writer").alias("x_writer"),
-            F.col("vtxn").alias("x_txn"),
-            F.coalesce(place_tp(F.col("pmin")), F.col("w_tp")).alias("x_tp"),
+            F.col("value_txn").alias("x_txn"),
+            F.coalesce(place_tp(F.col("least_place")), F.col("write_tp")).alias("x_tp"),
         )
         .agg(
             F.count(F.lit(1)).alias("expected"),
-            F.min(place_offset(F.col("pmin"))).alias("txn_first"),
-            F.max(place_offset(F.col("pmin"))).alias("txn_last"),
-            F.count("pmin").alias("located"),
+            F.min(place_offset(F.col("least_place"))).alias("txn_first"),
+            F.max(place_offset(F.col("least_place"))).alias("txn_last"),
+            F.count("least_place").alias("located"),
         )
         .filter((F.col("expected") > 1) & (F.col("located") == F.col("expected")))
     )
     j = seen.join(
         F.broadcast(expected),
         (seen["writer"] == expected["x_writer"])
-        & (seen["vtxn"] == expected["x_txn"])
+        & (seen["value_txn"] == expected["x_txn"])
         & (seen["tp"] == expected["x_tp"]),
     ).filter(F.col("seen") < F.col("expected"))
     sp = F.broadcast(
@@ -127,7 +130,7 @@ def check(ctx: CheckContext) -> CheckOutput:
             F.col("first_returned.t"),
             {
                 "reader": proj.proc_name(F.col("proc_rank")),
-                "transaction": F.struct(F.col("writer"), F.col("vtxn").alias("txn")),
+                "transaction": F.struct(F.col("writer"), F.col("value_txn").alias("txn")),
                 "topic": proj.tp_topic(F.col("tp")),
                 "partition": proj.tp_partition(F.col("tp")),
                 "records_in_partition": F.col("expected"),

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...harness.history.final_state import CoordinatorTransaction, FinalState, OpenTransaction
 from ...harness.history.schema import MetricName
 from .rows import Judged, row
 
@@ -23,7 +24,7 @@ ACTIVE_STATES = {"Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence"
 class RunFacts:
     """What a run leaves besides its history (the run directory's other files)."""
 
-    final_state: dict[str, Any] | None = None
+    final_state: FinalState | None = None
     #: metric samples (rows of metrics.parquet); None when the run has no metrics
     metrics: list[dict[str, Any]] | None = None
     faults: list[dict[str, Any]] = field(default_factory=list)
@@ -31,9 +32,9 @@ class RunFacts:
     transaction_timeout_ms: int = 60_000
 
 
-def _end_lso_lag(fs: dict[str, Any], opens: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _end_lso_lag(fs: FinalState, opens: list[OpenTransaction]) -> list[dict[str, Any]]:
     """(a) A partition whose LSO is below its high watermark when the final state was taken."""
-    by_tp: dict[tuple[Any, Any], list[dict[str, Any]]] = defaultdict(list)
+    by_tp: dict[tuple[Any, Any], list[OpenTransaction]] = defaultdict(list)
     for o in opens:
         by_tp[(o.get("topic"), o.get("partition"))].append(o)
     return [
@@ -56,7 +57,7 @@ def _end_lso_lag(fs: dict[str, Any], opens: list[dict[str, Any]]) -> list[dict[s
     ]
 
 
-def _stale(fs: dict[str, Any], opens: list[dict[str, Any]], max_ms: int) -> list[dict[str, Any]]:
+def _stale(fs: FinalState, opens: list[OpenTransaction], max_ms: int) -> list[dict[str, Any]]:
     """(b) Per producer id: an open transaction (on a partition, or active at its coordinator)
     older than transaction.max.timeout.ms at capture."""
     captured = fs.get("captured_ns")
@@ -64,8 +65,9 @@ def _stale(fs: dict[str, Any], opens: list[dict[str, Any]], max_ms: int) -> list
         return []
     max_ns = max_ms * 1_000_000
 
-    def old(x: dict[str, Any]) -> bool:
-        return x.get("start_ns") is not None and captured - x["start_ns"] > max_ns
+    def old(x: OpenTransaction | CoordinatorTransaction) -> bool:
+        start = x.get("start_ns")
+        return start is not None and captured - start > max_ns
 
     stale: dict[Any, dict[str, Any]] = {}
     for o in opens:
@@ -94,18 +96,18 @@ def _stale(fs: dict[str, Any], opens: list[dict[str, Any]], max_ms: int) -> list
     return rows
 
 
-def _mismatch(fs: dict[str, Any], opens: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _mismatch(fs: FinalState, opens: list[OpenTransaction]) -> list[dict[str, Any]]:
     """(c) A partition's open transaction whose producer id the coordinator does not list as
     active (for that partition, when it lists partitions)."""
     coord = fs.get("coordinator_transactions")
     if coord is None:
         return []
-    active: dict[Any, list[dict[str, Any]]] = defaultdict(list)
+    active: dict[Any, list[CoordinatorTransaction]] = defaultdict(list)
     for c in coord:
         if c.get("state") in ACTIVE_STATES:
             active[c.get("producer_id")].append(c)
 
-    def known(o: dict[str, Any], c: dict[str, Any]) -> bool:
+    def known(o: OpenTransaction, c: CoordinatorTransaction) -> bool:
         here = (o.get("topic"), o.get("partition"))
         return not c.get("partitions") or any(
             (q.get("topic"), q.get("partition")) == here for q in c["partitions"]

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
+from ..bugs import NO_BUGS, BugSwitches
 from ..protocol.record_batch import (
     BatchHeader,
     CorruptBatch,
@@ -84,6 +85,7 @@ class TxnMarker(NamedTuple):
     coordinator_epoch: int
     commit: bool
     transaction_version: int = 0
+    admin: bool = False  # an administrative abort (KIP-664), not a coordinator's marker
 
 
 @dataclass(slots=True)
@@ -141,6 +143,7 @@ class Partition:
         *,
         leader_epoch: int = 0,
         strict_unknown_producer: bool = True,
+        bugs: BugSwitches = NO_BUGS,
     ) -> None:
         self.topic = topic
         self.topic_id = topic_id
@@ -160,8 +163,12 @@ class Partition:
         else:
             _write_metadata(meta, topic_id)
         self.log = PartitionLog(self.directory, config, clock)
+        self.bugs = bugs
         self.producer_state = ProducerStateManager(
-            self.directory, producer_id_expiration_ms, strict_unknown_producer
+            self.directory,
+            producer_id_expiration_ms,
+            strict_unknown_producer,
+            expire_open_transactions=bugs.producer_expiry_ignores_open_transactions,
         )
         self.index_entries_restored = 0  # aborted-index entries the last load re-created
         self.verification = VerificationState()  # KIP-890 part 1, in memory only
@@ -241,7 +248,7 @@ class Partition:
     def last_stable_offset(self) -> int:
         hw = self.high_watermark
         first_unstable = self.producer_state.first_unstable_offset()
-        if first_unstable is None:
+        if first_unstable is None or self.bugs.lso_ignores_open_transactions:
             return hw
         return min(hw, max(first_unstable, self.log_start_offset))
 
@@ -264,6 +271,12 @@ class Partition:
         return -1 if entry is None else entry.current_txn_start_timestamp
 
     @property
+    def longest_open_transaction_start_ms(self) -> int:
+        """Start timestamp of the open transaction that has run longest; -1 if none
+        (what PartitionsWithLateTransactionsCount measures, as KIP-664 defines it)."""
+        return self.producer_state.earliest_open_transaction_start()
+
+    @property
     def oldest_open_transaction_last_timestamp_ms(self) -> int:
         """Last timestamp of the producer of the oldest open transaction; -1 if none.
 
@@ -281,14 +294,16 @@ class Partition:
         coordinator_epoch: int,
         commit: bool,
         transaction_version: int = 0,
+        admin: bool = False,
     ) -> int:
         """Validate and append a COMMIT/ABORT marker for ``producer_id``; error code.
 
         The marker is written even if the producer has no open transaction here (as
-        Kafka does); it then completes nothing and leaves the LSO as it is.
+        Kafka does); it then completes nothing and leaves the LSO as it is. ``admin``:
+        an operator's abort (KIP-664), which needs an open transaction.
         """
         marker = TxnMarker(
-            producer_id, producer_epoch, coordinator_epoch, commit, transaction_version
+            producer_id, producer_epoch, coordinator_epoch, commit, transaction_version, admin
         )
         return self.write_txn_markers([marker])[0]
 
@@ -311,9 +326,14 @@ class Partition:
             if m.producer_id in pids:
                 self._append_markers(markers, group, codes)
                 group, pids = [], set()
-            verdict = self.producer_state.validate_marker(
-                m.producer_id, m.producer_epoch, m.coordinator_epoch, m.transaction_version
-            )
+            if m.admin:
+                verdict = self.producer_state.validate_admin_marker(
+                    m.producer_id, m.producer_epoch, m.coordinator_epoch
+                )
+            else:
+                verdict = self.producer_state.validate_marker(
+                    m.producer_id, m.producer_epoch, m.coordinator_epoch, m.transaction_version
+                )
             if verdict.error_code != NONE:
                 codes[i] = verdict.error_code
                 continue
@@ -367,7 +387,7 @@ class Partition:
         )
 
     def _apply_written_marker(self, m: TxnMarker, written: BatchHeader, now_ms: int) -> int:
-        self.verification.clear(m.producer_id)  # a verification in flight is now stale
+        self.verification.marker(m.producer_id, m.producer_epoch)  # may void one in flight
         seg = self.log.segment_for(written.base_offset)
         try:
             self._apply_marker(seg, written, m.commit, m.coordinator_epoch, now_ms, replay=False)
@@ -392,12 +412,16 @@ class Partition:
         entry = self.producer_state.last_entry(producer_id)
         return entry is not None and entry.producer_epoch > producer_epoch
 
-    def start_verification(self, producer_id: int, producer_epoch: int) -> VerificationGuard:
+    def start_verification(
+        self, producer_id: int, producer_epoch: int, epoch_bump: bool = False
+    ) -> VerificationGuard:
         """SENTINEL when the producer's transaction is ongoing here (nothing to ask),
-        else the guard of a verification the caller now asks the coordinator for."""
+        else the guard of a verification the caller now asks the coordinator for
+        (``epoch_bump``: a TV2 client's, whose transaction's markers carry epoch + 1)."""
         if self.has_ongoing_transaction(producer_id, producer_epoch):
             return SENTINEL
-        return self.verification.start(producer_id, producer_epoch, int(self._clock() * 1000))
+        now_ms = int(self._clock() * 1000)
+        return self.verification.start(producer_id, producer_epoch, now_ms, epoch_bump=epoch_bump)
 
     def append_records(
         self,
@@ -475,7 +499,7 @@ class Partition:
                 fetch_offset, max_bytes, min_one_batch, lso if committed else None
             )
             aborted: list[tuple[int, int]] = []
-            if committed and records:
+            if committed and records and not self.bugs.fetch_ignores_aborted_index:
                 upper = _next_offset(records)
                 aborted = [
                     (e.producer_id, e.first_offset)

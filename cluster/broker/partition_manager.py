@@ -11,6 +11,7 @@ import uuid
 from collections.abc import Iterable
 from pathlib import Path
 
+from ..bugs import BugSwitches
 from ..metadata import ClusterView
 from ..metadata_source import MetadataSource
 from ..settings import NodeSettings
@@ -58,6 +59,7 @@ class PartitionManager:
         self.node_id = node_id
         self.source = source
         self.settings = settings
+        self.bugs = BugSwitches.from_settings(settings)
         self.partitions: dict[TopicPartition, Partition] = {}
         self._waiters: dict[TopicPartition, set[asyncio.Future[None]]] = {}
         self._sync_lock = asyncio.Lock()
@@ -141,6 +143,7 @@ class PartitionManager:
             directory=directory,
             config=log_config_for(overrides, self.settings),
             producer_id_expiration_ms=self.settings.get("producer.id.expiration.ms"),
+            bugs=self.bugs,
         )
         self.partitions[key] = partition
         log.info(

@@ -33,7 +33,8 @@ from ..server.dispatch import ApiRegistry, RequestContext
 from ..server.server import CloseConnection
 from .partition import Partition
 from .partition_manager import PartitionManager
-from .txn_verification import TxnVerifier
+from .txn_verification import Errors, TxnVerifier
+from .verification_lookahead import VerificationLookahead, VerifiedAhead
 from .verification_state import SENTINEL, VerificationGuard
 
 INVALID_REQUIRED_ACKS = int(ErrorCode.invalid_required_acks)
@@ -83,6 +84,7 @@ class ProduceApi:
         self.verifier = verifier
         self.verification_active = verification_active
         self.transaction_version = transaction_version
+        self.lookahead = VerificationLookahead(lambda t, i: partitions.partitions.get((t, i)))
 
     def register(self, registry: ApiRegistry) -> None:
         registry.register(0, 3, 12, self.handle, owner="broker")
@@ -104,7 +106,7 @@ class ProduceApi:
             and self.verifier is not None
             and (self.verification_active() or self._implicit_add(ctx.api_version))
         ):
-            errors = await self._verified(request, topics, ctx.api_version)
+            errors = await self._verified(request, topics, ctx.api_version, ctx)
             if acks == 0:
                 if errors:
                     raise CloseConnection
@@ -127,12 +129,17 @@ class ProduceApi:
         return ctx.encoded(produce_response(ctx.api_version, topics), tuple(errors))
 
     async def _verified(
-        self, request: Any, topics: list[tuple[str, list[PartitionResult]]], version: int
+        self,
+        request: Any,
+        topics: list[tuple[str, list[PartitionResult]]],
+        version: int,
+        ctx: RequestContext,
     ) -> list[int]:
         """A transactional produce with verification on (or a v12 produce under TV2):
         verify (or add) the partitions that need it, in one request to the
         coordinator, then append; fills ``topics``."""
         add = self._implicit_add(version)
+        early = self.lookahead.take(ctx.frame)
         failed: dict[tuple[str, int], int] = {}
         found: dict[tuple[str, int], Partition] = {}
         guards: dict[tuple[str, int], VerificationGuard] = {}
@@ -149,7 +156,9 @@ class ProduceApi:
                     continue  # the append refuses it
                 if header.is_transactional and header.has_producer_id:
                     producers.add((header.producer_id, header.producer_epoch))
-                    guard = partition.start_verification(header.producer_id, header.producer_epoch)
+                    guard = partition.start_verification(
+                        header.producer_id, header.producer_epoch, epoch_bump=add
+                    )
                     # a new transaction starts at sequence 0 (seed 000); a stale epoch goes
                     # on to the coordinator, which fences it, as Kafka's epoch check comes first
                     if (
@@ -167,16 +176,8 @@ class ProduceApi:
             wanted = [key for key, guard in guards.items() if guard is not SENTINEL]
             if wanted:
                 ((pid, epoch),) = producers
-                assert self.verifier is not None
                 failed.update(
-                    await self.verifier.verify(
-                        request.transactional_id,
-                        pid,
-                        epoch,
-                        wanted,
-                        verify_only=not add,
-                        generic_errors=version >= GENERIC_ERRORS_VERSION,
-                    )
+                    await self._verify(ctx, request, pid, epoch, wanted, guards, add, early)
                 )
         errors: list[int] = []
         for t in request.topic_data:
@@ -190,10 +191,7 @@ class ProduceApi:
                     if partition is None:
                         result = await self._append_after_sync(t.name, p.index, p.records)
                     else:
-                        # after an implicit add (TV2) a marker met meanwhile is the previous
-                        # transaction's (the coordinator refuses the add until its markers
-                        # are written): the guard only protects a verification
-                        held = None if add else guards.get(key)
+                        held = guards.get(key)
                         appended = self._append(t.name, p.index, p.records, partition, held)
                         assert appended is not None
                         result = appended
@@ -202,6 +200,42 @@ class ProduceApi:
                 results.append(result)
             topics.append((t.name, results))
         return errors
+
+    async def _verify(
+        self,
+        ctx: RequestContext,
+        request: Any,
+        pid: int,
+        epoch: int,
+        wanted: list[tuple[str, int]],
+        guards: dict[tuple[str, int], VerificationGuard],
+        add: bool,
+        early: VerifiedAhead | None,
+    ) -> Errors:
+        """Verify (or add) ``wanted``; a verify-only check also takes the partitions of the
+        Produce requests pipelined behind this one (``verification_lookahead``), and skips
+        those verified ahead together with an earlier request."""
+        assert self.verifier is not None
+        ahead = []
+        if not add:
+            before = early.guards_for(pid, epoch) if early is not None else {}
+            wanted = [key for key in wanted if before.get(key) is not guards[key]]
+            if not wanted:
+                return {}
+            ahead = self.lookahead.pipelined(ctx.pipelined, request.transactional_id, pid, epoch)
+        asked = set(wanted)
+        extra = [a.partition for a in ahead if a.partition not in asked]
+        failed = await self.verifier.verify(
+            request.transactional_id,
+            pid,
+            epoch,
+            wanted + list(dict.fromkeys(extra)),
+            verify_only=not add,
+            generic_errors=ctx.api_version >= GENERIC_ERRORS_VERSION,
+        )
+        if ahead:
+            self.lookahead.keep(ahead, failed, pid, epoch)
+        return {key: code for key, code in failed.items() if key in asked}
 
     def _append(
         self,

@@ -32,6 +32,14 @@ Transaction markers (``validate_marker``) follow ProducerAppendInfo.appendEndTxn
 A marker for a producer with no open transaction (or no state at all) is still
 written; it completes nothing.
 
+An administrative abort (KIP-664: WriteTxnMarkers from an admin client, not a
+coordinator; ``validate_admin_marker``) is stricter: the producer must have an open
+transaction here (else INVALID_TXN_STATE) and the marker's epoch must be exactly its
+latest epoch (else INVALID_PRODUCER_EPOCH), so only the coordinator ever moves the
+epoch. Its coordinator epoch is either -1 (the seed's admin form: no coordinator
+fencing, and the producer's coordinator epoch is left as it was) or a real one (the
+form for older brokers), fenced as a coordinator's.
+
 State survives the removal of the producer's records from the log (KIP-360) and is
 dropped only by ``remove_expired`` (producer.id.expiration.ms after its last
 timestamp, never while a transaction is open).
@@ -175,10 +183,13 @@ class ProducerStateManager:
         directory: Path,
         producer_id_expiration_ms: int = 86_400_000,
         strict_unknown_producer: bool = True,
+        expire_open_transactions: bool = False,
     ) -> None:
         self.directory = Path(directory)
         self.producer_id_expiration_ms = producer_id_expiration_ms
         self.strict_unknown_producer = strict_unknown_producer
+        # Bug switch (cluster/bugs.py, KAFKA-9144): expiry forgets producers mid-transaction.
+        self.expire_open_transactions = expire_open_transactions
         self.producers: dict[int, ProducerStateEntry] = {}
         self._ongoing: dict[int, int] = {}  # producer id -> first offset of open txn
         self.map_end_offset = 0  # state reflects every batch below this offset
@@ -210,6 +221,15 @@ class ProducerStateManager:
             return None
         pid = min(self._ongoing, key=self._ongoing.__getitem__)
         return self.producers.get(pid)
+
+    def earliest_open_transaction_start(self) -> int:
+        """The earliest start timestamp of the open transactions here; -1 if none."""
+        starts = [
+            e.current_txn_start_timestamp
+            for pid in self._ongoing
+            if (e := self.producers.get(pid)) is not None and e.current_txn_start_timestamp >= 0
+        ]
+        return min(starts, default=-1)
 
     def last_stable_offset_after(self, producer_id: int, marker_offset: int) -> int:
         """The LSO once ``producer_id``'s transaction ends with a marker at
@@ -302,6 +322,30 @@ class ProducerStateManager:
             )
         return _VALID
 
+    def validate_admin_marker(
+        self, producer_id: int, producer_epoch: int, coordinator_epoch: int
+    ) -> Validation:
+        """Check a marker from an admin client (KIP-664: an abort) before it is written."""
+        entry = self.producers.get(producer_id)
+        if entry is None or entry.current_txn_first_offset is None:
+            return Validation(
+                INVALID_TXN_STATE,
+                f"producer {producer_id} has no open transaction to abort here",
+            )
+        if producer_epoch != entry.producer_epoch:
+            return Validation(
+                INVALID_PRODUCER_EPOCH,
+                f"abort epoch {producer_epoch} of producer {producer_id} is not its latest "
+                f"epoch {entry.producer_epoch}",
+            )
+        if coordinator_epoch >= 0 and entry.coordinator_epoch > coordinator_epoch:
+            return Validation(
+                TRANSACTION_COORDINATOR_FENCED,
+                f"coordinator epoch {coordinator_epoch} of the abort for producer "
+                f"{producer_id} is older than {entry.coordinator_epoch}",
+            )
+        return _VALID
+
     # -- updates (after the batch is in the log; no validation) ----------------------
     def append_data_batch(self, header: BatchHeader, first_offset: int, last_offset: int) -> None:
         """Record an appended data batch (client append or replay of the log)."""
@@ -350,15 +394,18 @@ class ProducerStateManager:
         if entry is None:
             entry = self.producers[producer_id] = ProducerStateEntry(producer_id)
         entry.update_epoch(producer_epoch)
-        entry.coordinator_epoch = coordinator_epoch
+        if coordinator_epoch >= 0:  # -1: an admin abort, which leaves coordinator fencing
+            entry.coordinator_epoch = coordinator_epoch
         entry.last_timestamp = timestamp
         first = entry.current_txn_first_offset
         entry.current_txn_first_offset = None
         entry.current_txn_start_timestamp = -1
-        self._ongoing.pop(producer_id, None)
         self.map_end_offset = max(self.map_end_offset, offset + 1)
         if first is None:
             return None
+        # The open transaction is known through its producer's entry (as in Kafka): a
+        # marker for a producer whose entry is gone ends nothing.
+        self._ongoing.pop(producer_id, None)
         return CompletedTxn(producer_id, first, offset, not commit)
 
     def remove_expired(self, now_ms: int) -> list[int]:
@@ -366,7 +413,7 @@ class ProducerStateManager:
         expired = [
             pid
             for pid, e in self.producers.items()
-            if e.current_txn_first_offset is None
+            if (e.current_txn_first_offset is None or self.expire_open_transactions)
             and now_ms - e.last_timestamp >= self.producer_id_expiration_ms
         ]
         for pid in expired:

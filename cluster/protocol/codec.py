@@ -18,9 +18,11 @@ from kio.index import load_request_schema, load_response_schema
 from kio.schema.request_header.v2.header import RequestHeader
 from kio.serial import entity_reader, entity_writer
 
+from .describe_transactions_reader import read_describe_transactions_v0
 from .frame_guard import MalformedFrame, request_guard
 
 _PREFIX = struct.Struct(">hhi")
+DESCRIBE_TRANSACTIONS = 65  # decoded by hand (kio refuses its -1 start time)
 _SIZE = struct.Struct(">i")
 
 
@@ -201,12 +203,16 @@ _REQUEST_HEADER_V1 = struct.Struct(">ihhih")
 @cache
 def _fast_request_encoder(cls: Any) -> Callable[[Any], bytes] | None:
     """The hand-written body encoder for a request class, if there is one."""
-    from . import hot_codecs, verify_codecs
+    from . import client_codecs, hot_codecs, verify_codecs
 
     if cls.__api_key__ == 27 and cls.__version__ in hot_codecs.WRITE_TXN_MARKERS_VERSIONS:
         return hot_codecs.write_txn_markers_request
     if cls.__api_key__ == 24 and cls.__version__ in verify_codecs.VERSIONS:
         return verify_codecs.add_partitions_to_txn_request
+    if cls.__api_key__ == 0 and cls.__version__ in client_codecs.PRODUCE_VERSIONS:
+        return client_codecs.produce_request
+    if cls.__api_key__ == 26 and cls.__version__ in client_codecs.END_TXN_VERSIONS:
+        return client_codecs.end_txn_request
     return None
 
 
@@ -262,7 +268,10 @@ def decode_response(api_key: int, api_version: int, frame: bytes) -> tuple[int, 
     header_cls = cls.__header_schema__
     try:
         header, used = _reader(header_cls)(frame, 0)
-        body, _ = _reader(cls)(frame, used)
+        if api_key == DESCRIBE_TRANSACTIONS and api_version == 0:
+            body = read_describe_transactions_v0(frame, used)  # its -1 start time
+        else:
+            body, _ = _reader(cls)(frame, used)
     except Exception as exc:
         raise ProtocolError(f"malformed {cls.__name__}: {exc}") from exc
     return header.correlation_id, body

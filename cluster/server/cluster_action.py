@@ -4,14 +4,18 @@ and WriteTxnMarkers (sent by coordinators) need Kafka's CLUSTER_ACTION permissio
 This cluster has no authentication, so a connection counts as a node's when its
 client id starts with ``txnchaos-node-`` (the id every node uses towards its peers:
 ``txnchaos-node-<node id>``), as a Kafka cluster trusts its inter-broker principal.
-Anything else gets CLUSTER_AUTHORIZATION_FAILED in the API's own response shape.
-A test or tool that plays a coordinator on purpose (e.g. writing markers by hand)
-uses such a client id; the setting ``txnchaos.cluster.action.authorization.enable``
-(default true) turns the check off.
+Operators hold CLUSTER_ACTION too (KIP-664's admin abort needs it): a client id that
+starts with one of the prefixes in ``txnchaos.cluster.action.client.ids`` (default
+``txnchaos-admin``, which ``txnchaos transactions`` uses) is granted it, as an ACL
+would grant it to an admin principal. Anything else gets CLUSTER_AUTHORIZATION_FAILED
+in the API's own response shape. A test that plays a coordinator on purpose (e.g.
+writing markers by hand) uses a node's client id; the setting
+``txnchaos.cluster.action.authorization.enable`` (default true) turns the check off.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -28,6 +32,17 @@ CLUSTER_AUTHORIZATION_FAILED = int(ErrorCode.cluster_authorization_failed)
 def is_node(ctx: RequestContext) -> bool:
     client_id = ctx.client_id
     return client_id is not None and client_id.startswith(NODE_CLIENT_PREFIX)
+
+
+def admin_prefixes(setting: str) -> tuple[str, ...]:
+    """The client-id prefixes of ``txnchaos.cluster.action.client.ids`` (comma-separated)."""
+    return tuple(p.strip() for p in setting.split(",") if p.strip())
+
+
+def may_act_on_cluster(ctx: RequestContext, admins: tuple[str, ...]) -> bool:
+    """CLUSTER_ACTION: a node, or a client whose id starts with an admin prefix."""
+    client_id = ctx.client_id
+    return is_node(ctx) or (client_id is not None and client_id.startswith(admins))
 
 
 def _refusal(ctx: RequestContext, request: Any) -> Any:
@@ -55,16 +70,21 @@ def _refusal(ctx: RequestContext, request: Any) -> Any:
     )
 
 
-def _guarded(handler: Handler) -> Handler:
-    async def guarded(ctx: RequestContext, request: Any) -> Any:
-        if ctx.api_version >= FIRST_SERVER_ONLY_VERSION[ctx.api_key] and not is_node(ctx):
-            return _refusal(ctx, request)
-        return await handler(ctx, request)
+def _guard(admins: tuple[str, ...]) -> Callable[[Handler], Handler]:
+    def wrap(handler: Handler) -> Handler:
+        async def guarded(ctx: RequestContext, request: Any) -> Any:
+            server_only = ctx.api_version >= FIRST_SERVER_ONLY_VERSION[ctx.api_key]
+            if server_only and not may_act_on_cluster(ctx, admins):
+                return _refusal(ctx, request)
+            return await handler(ctx, request)
 
-    return guarded
+        return guarded
+
+    return wrap
 
 
-def guard_server_only_apis(registry: ApiRegistry) -> None:
-    """Put the cluster-action check in front of the server-only APIs served here."""
+def guard_server_only_apis(registry: ApiRegistry, admins: tuple[str, ...] = ()) -> None:
+    """Put the cluster-action check in front of the server-only APIs served here;
+    ``admins``: client-id prefixes granted CLUSTER_ACTION besides the nodes."""
     for api_key in FIRST_SERVER_ONLY_VERSION:
-        registry.wrap(api_key, _guarded)
+        registry.wrap(api_key, _guard(admins))

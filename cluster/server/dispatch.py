@@ -8,7 +8,7 @@ exactly what it implements.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +26,11 @@ class RequestContext:
     client_id: str | None
     peer: str
     connection_id: int
+    frame: bytes | None = None
+    """The request's frame, as received (its identity names this request)."""
+    pipelined: Sequence[bytes] = ()
+    """The frames the connection received after this one and has not started yet (they
+    are answered after it, in order)."""
 
     @property
     def response_cls(self) -> type:

@@ -272,17 +272,18 @@ class _Connection(asyncio.BufferedProtocol):
         if self.transport is not None:
             self.transport.close()
 
-    def _process(self) -> None:
+    def _process(self, answered: bytes | None = None) -> None:
         """Answer queued frames in order until one needs to wait (or the client does
         not read its responses).
 
         The responses to frames that arrived together (a client pipelining, as
         librdkafka does with one Produce per partition) go out in one write: one
-        syscall here and one wake-up of the client instead of one per response.
+        syscall here and one wake-up of the client instead of one per response;
+        ``answered``, the response of a request that had to wait, goes out with them.
         """
         frames = self._frames
         server = self.server
-        out: list[bytes] = []
+        out: list[bytes] = [] if answered is None else [answered]
         while frames and not self._busy and not self._write_paused and not self._closed:
             frame = frames.popleft()
             server.queue.remove(1)
@@ -362,9 +363,7 @@ class _Connection(asyncio.BufferedProtocol):
                 log.error("request of %s failed", self.peer, exc_info=exc)
             self._close()
             return
-        if data is not None:
-            self._write(data)
-        self._process()
+        self._process(data)
 
 
 SUSPENDED: Any = object()
@@ -582,6 +581,8 @@ class KafkaServer:
             client_id=getattr(header, "client_id", None),
             peer=conn.peer,
             connection_id=conn.conn_id,
+            frame=frame,
+            pipelined=conn._frames,
         )
         coro: Coroutine[Any, Any, Any] = spec.handler(ctx, request)  # type: ignore[assignment]
         try:

@@ -7,12 +7,19 @@ partitions' open transactions (DescribeProducers) and the coordinators' transact
 
 from __future__ import annotations
 
-import json
 import logging
-import os
 import time
 from pathlib import Path
 from typing import Any
+
+from ..history.final_state import (
+    CoordinatorTransaction,
+    FinalPartition,
+    FinalState,
+    OpenTransaction,
+    write_final_state,
+)
+from ..history.run_dir import FINAL_STATE_JSON
 
 log = logging.getLogger(__name__)
 
@@ -29,7 +36,9 @@ def _admin(bootstrap: str) -> Any | None:
         return None
 
 
-def open_transactions(bootstrap: str, partitions: list[dict[str, Any]]) -> list[dict] | None:
+def open_transactions(
+    bootstrap: str, partitions: list[FinalPartition]
+) -> list[OpenTransaction] | None:
     """Producers with an open transaction, per partition (DescribeProducers)."""
     from kafka import TopicPartition
 
@@ -44,7 +53,7 @@ def open_transactions(bootstrap: str, partitions: list[dict[str, Any]]) -> list[
         return None
     finally:
         admin.close()
-    out = []
+    out: list[OpenTransaction] = []
     for tp, state in sorted(states.items(), key=lambda kv: (kv[0].topic, kv[0].partition)):
         for p in state.active_producers:
             if p.current_transaction_start_offset >= 0:
@@ -61,7 +70,7 @@ def open_transactions(bootstrap: str, partitions: list[dict[str, Any]]) -> list[
     return out
 
 
-def coordinator_transactions(bootstrap: str) -> list[dict] | None:
+def coordinator_transactions(bootstrap: str) -> list[CoordinatorTransaction] | None:
     """Unfinished transactions as the coordinators see them."""
     admin = _admin(bootstrap)
     if admin is None:
@@ -75,7 +84,7 @@ def coordinator_transactions(bootstrap: str) -> list[dict] | None:
         return None
     finally:
         admin.close()
-    out = []
+    out: list[CoordinatorTransaction] = []
     for txn_id, d in sorted(described.items()):
         state = getattr(d.state, "value", d.state)
         out.append(
@@ -98,17 +107,14 @@ def coordinator_transactions(bootstrap: str) -> list[dict] | None:
 
 
 def capture_final_state(
-    run_dir: Path, bootstrap: str, partitions: list[dict[str, Any]]
-) -> dict[str, Any]:
+    run_dir: Path, bootstrap: str, partitions: list[FinalPartition]
+) -> FinalState:
     """Write ``final_state.json`` and return it."""
-    state = {
+    state: FinalState = {
         "captured_ns": time.time_ns(),
         "partitions": partitions,
         "open_transactions": open_transactions(bootstrap, partitions) or [],
         "coordinator_transactions": coordinator_transactions(bootstrap),
     }
-    path = run_dir / "final_state.json"
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(state, indent=1) + "\n")
-    os.replace(tmp, path)
+    write_final_state(run_dir / FINAL_STATE_JSON, state)
     return state

@@ -25,7 +25,7 @@ it say ``unknown`` when it is absent)::
       metrics/<node>.jsonl  scraped samples, one line each:
                             {"time_ns", "node", "name", "labels": {str: str}, "value": float}
       metrics.parquet       compacted metrics (flat: topic and partition lifted from labels)
-      final_state.json      snapshot after heal + quiescence:
+      final_state.json      snapshot after heal + quiescence (typed in final_state.py):
                             {"captured_ns": int,
                              "partitions": [{"topic", "partition", "lso", "high_watermark",
                                              "log_start_offset", "leader"?, "replicas"?: [..]}],
@@ -51,6 +51,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .errors import RunDirError
+from .final_state import FinalState, check_types, parse_final_state
 from .schema import SCHEMA_VERSION
 
 RUN_JSON = "run.json"
@@ -67,10 +69,6 @@ DEFAULT_TRANSACTION_MAX_TIMEOUT_MS = 900_000  # Kafka's transaction.max.timeout.
 DEFAULT_TRANSACTION_TIMEOUT_MS = 60_000  # librdkafka's transaction.timeout.ms default
 
 
-class RunDirError(Exception):
-    """The run directory cannot be analysed; the message says what is missing or broken."""
-
-
 @dataclass(frozen=True)
 class RunDir:
     """A validated run directory."""
@@ -82,7 +80,7 @@ class RunDir:
     faults: Path | None
     metrics_parquet: Path | None
     metrics_jsonl: tuple[Path, ...]
-    final_state: dict[str, Any] | None
+    final_state: FinalState | None
     #: what reading it skipped (torn lines), as ``FILE:LINE: ...`` sentences for the verdict
     notes: tuple[str, ...] = ()
 
@@ -123,73 +121,10 @@ _INFO_TYPES: dict[str, type] = {
     "metrics_supported": bool,
     "complete": bool,
 }
-#: final_state.json: the fields the checkers read in each entry of its lists
-_PARTITION_TYPES: dict[str, type] = {
-    "topic": str,
-    "partition": int,
-    "lso": int,
-    "high_watermark": int,
-    "log_start_offset": int,
-}
-_OPEN_TXN_TYPES: dict[str, type] = {
-    "topic": str,
-    "partition": int,
-    "producer_id": int,
-    "start_ns": int,
-}
-_COORDINATOR_TXN_TYPES: dict[str, type] = {"state": str, "producer_id": int, "start_ns": int}
-
-
-def _check_types(obj: dict[str, Any], types: dict[str, type], where: str) -> None:
-    """Each field of ``types`` in ``obj`` is absent, null or of its JSON type (a bool is no
-    integer here, though Python says so)."""
-    for key, kind in types.items():
-        value = obj.get(key)
-        if value is None:
-            continue
-        if isinstance(value, bool) != (kind is bool) or not isinstance(value, kind):
-            want = {bool: "true or false", int: "an integer", str: "a string"}[kind]
-            shown = json.dumps(value)
-            shown = shown if len(shown) <= 40 else shown[:37] + "..."
-            raise RunDirError(f"{where}: field {key!r} should be {want}, got {shown}")
 
 
 def _validate_info(info: dict[str, Any], path: Path) -> None:
-    _check_types(info, _INFO_TYPES, str(path))
-
-
-def _validate_final_state(state: Any, path: Path) -> dict[str, Any]:
-    if not isinstance(state, dict):
-        raise RunDirError(f"final state ({path}) must be a JSON object")
-    parts = state.get("partitions")
-    if not isinstance(parts, list):
-        raise RunDirError(f"final state ({path}) has no 'partitions' list")
-    _check_types(state, {"captured_ns": int}, f"final state ({path})")
-    for i, p in enumerate(parts):
-        missing = [
-            k
-            for k in ("topic", "partition", "lso", "high_watermark", "log_start_offset")
-            if not isinstance(p, dict) or p.get(k) is None
-        ]
-        if missing:
-            raise RunDirError(f"final state ({path}): partitions[{i}] lacks {', '.join(missing)}")
-        _check_types(p, _PARTITION_TYPES, f"final state ({path}): partitions[{i}]")
-    if not isinstance(state.get("open_transactions", []), list):
-        raise RunDirError(f"final state ({path}): 'open_transactions' must be a list")
-    coord = state.get("coordinator_transactions")
-    if coord is not None and not isinstance(coord, list):
-        raise RunDirError(
-            f"final state ({path}): 'coordinator_transactions' must be a list or null"
-        )
-    for key, types in (
-        ("open_transactions", _OPEN_TXN_TYPES),
-        ("coordinator_transactions", _COORDINATOR_TXN_TYPES),
-    ):
-        for i, entry in enumerate(state.get(key) or ()):
-            if not isinstance(entry, dict):
-                raise RunDirError(f"final state ({path}): {key}[{i}] must be a JSON object")
-            _check_types(entry, types, f"final state ({path}): {key}[{i}]")
-    return state
+    check_types(info, _INFO_TYPES, str(path))
 
 
 def open_run_dir(path: str | os.PathLike[str]) -> RunDir:
@@ -223,9 +158,7 @@ def open_run_dir(path: str | os.PathLike[str]) -> RunDir:
     mjsonl = tuple(sorted((root / METRICS_DIR).glob("*.jsonl")))
     fs_path = root / FINAL_STATE_JSON
     final_state = (
-        _validate_final_state(_read_json(fs_path, "final state"), fs_path)
-        if fs_path.exists()
-        else None
+        parse_final_state(_read_json(fs_path, "final state"), fs_path) if fs_path.exists() else None
     )
     return RunDir(
         path=root,

@@ -1,9 +1,11 @@
 """Carries out a nemesis schedule against a running cluster.
 
-A thread walks the schedule in time order (relative to the workload's start):
+A thread walks the schedule in time order (relative to the workload's start) and has
+each fault's kind (:data:`.faults.FAULTS`) apply it at ``at`` and, for faults that last,
+heal it at ``at + duration``:
 
-* proxy faults become fault-proxy rules added at ``at`` and removed at ``at +
-  duration``; the proxy writes each application to the fault log itself;
+* proxy faults become fault-proxy rules; the proxy writes each application to the
+  fault log itself;
 * node faults go through the launcher's handle (kill then restart, pause then
   resume, restart), which logs them;
 * client faults start one workload user in its own process, let it reach its hold
@@ -19,29 +21,18 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..faults.proxy.rules import parse_rule
 from ..launch.base import ClusterHandle
 from ..workload.config import WorkloadConfig
-from .schedule import CLIENT_KINDS, NODE_KINDS, PROXY_KINDS, ScheduledFault
+from ..workload.kinds.registry import crash_targets
+from .faults import FAULTS
+from .schedule import ScheduledFault
 
 log = logging.getLogger(__name__)
-
-_CRASH_TARGETS = {
-    "crash_producer": (
-        ("transactional_producer", "before-commit"),
-        ("idempotent_producer", "before-ack"),
-        ("tv2_producer", "before-commit"),
-    ),
-    "crash_consumer": (
-        ("read_committed_consumer", "in-poll"),
-        ("eos_copier", "in-poll"),
-        ("tv2_copier", "in-poll"),
-    ),
-}
 
 
 @dataclass
@@ -103,7 +94,7 @@ class NemesisExecutor:
         events: list[tuple[float, int, str, int]] = []
         for i, fault in enumerate(self.schedule):
             events.append((fault.at, 1, "do", i))
-            if fault.kind in PROXY_KINDS or fault.kind in ("kill", "pause"):
+            if FAULTS[fault.kind].heals:
                 events.append((fault.end, 0, "undo", i))
         events.sort()
         for at, _, action, i in events:
@@ -121,102 +112,45 @@ class NemesisExecutor:
 
     # ---- applying ----------------------------------------------------------------
     def _apply(self, index: int, fault: ScheduledFault) -> None:
-        kind = fault.kind
-        started = time.time()
-        if kind in PROXY_KINDS:
-            if self.handle.fleet is None:
-                raise RuntimeError("this cluster runs without fault proxies")
-            # the rule id names the action, so the report groups its records under it
-            rule_fields = {"id": f"action-{index}", **fault.rule, "kind": kind}
-            rule = self.handle.fleet.add_rule(parse_rule(rule_fields))
-            self._activate(index, fault, started, rule.id, f"{kind} on {fault.rule.get('link')}")
-        elif kind in NODE_KINDS:
-            assert fault.node is not None
-            if kind == "kill":
-                self.handle.kill(fault.node)
-                self._activate(index, fault, started, fault.node, f"node {fault.node} killed")
-            elif kind == "pause":
-                self.handle.pause(fault.node)
-                self._activate(index, fault, started, fault.node, f"node {fault.node} paused")
-            else:
-                self.handle.restart(fault.node)
-        elif kind in CLIENT_KINDS:
-            worker = threading.Thread(
-                target=self._crash_client,
-                args=(index, fault),
-                name=f"nemesis-{kind}",
-                daemon=True,
-            )
-            self._workers.append(worker)
-            worker.start()
+        FAULTS[fault.kind].apply(self, index, fault)
         self.stats.applied += 1
-
-    def _activate(
-        self, index: int, fault: ScheduledFault, started: float, undo: Any, text: str
-    ) -> None:
-        with self._lock:
-            self._active[index] = ActiveFault(fault, started, undo, text)
 
     def _undo(self, index: int) -> None:
         with self._lock:
             active = self._active.pop(index, None)
         if active is None:
             return
-        kind = active.fault.kind
-        if kind in PROXY_KINDS:
-            if self.handle.fleet is not None:
-                self.handle.fleet.remove_rule(active.undo)
-        elif kind == "kill":
-            self.handle.restart(active.undo)
-        elif kind == "pause":
-            self.handle.resume(active.undo)
+        FAULTS[active.fault.kind].heal(self, active.undo)
         self.stats.healed += 1
 
-    def _crash_client(self, index: int, fault: ScheduledFault) -> None:
-        from ..workload.crash import CrashableClient
+    # ---- what faults act through (faults.base.FaultContext) ---------------------------
+    def activate(
+        self, index: int, fault: ScheduledFault, started: float, undo: Any, description: str
+    ) -> None:
+        with self._lock:
+            self._active[index] = ActiveFault(fault, started, undo, description)
 
-        user, hold = self._crash_target(fault)
-        started = time.time()
-        client = CrashableClient(
-            self.workload,
-            user,
-            self.run_dir,
-            self.handle.bootstrap,
-            hold=hold,
-            hold_after=1,
-            seed=self.seed + index,
-            log_path=self.run_dir / "logs" / f"crash-{index}.log",
-        )
-        (self.run_dir / "logs").mkdir(parents=True, exist_ok=True)
-        self._activate(index, fault, started, None, f"{fault.kind}: {client.process}")
-        try:
-            client.start(self.hold_timeout_s)
-            detail = client.wait_hold(self.hold_timeout_s)
-            client.kill()
-            self.handle.fault_log().write(
-                fault.kind,
-                started,
-                time.time(),
-                link=None,
-                target={"client": client.process},
-                params={"hold": hold, "at": detail, "action": index},
-            )
-        except Exception as exc:
-            message = f"{fault.kind} ({client.process}): {exc}"
-            log.warning("nemesis: %s", message)
-            self.stats.errors.append(message)
-            if client.alive:
-                client.kill()
-        finally:
-            with self._lock:
-                self._active.pop(index, None)
+    def deactivate(self, index: int) -> None:
+        with self._lock:
+            self._active.pop(index, None)
+
+    def spawn(self, target: Callable[[], None], name: str) -> None:
+        worker = threading.Thread(target=target, name=name, daemon=True)
+        self._workers.append(worker)
+        worker.start()
+
+    def report_error(self, message: str) -> None:
+        self.stats.errors.append(message)
+
+    def crash_target(self, fault: ScheduledFault) -> tuple[int, str]:
+        return self._crash_target(fault)
 
     def _crash_target(self, fault: ScheduledFault) -> tuple[int, str]:
         """The workload user to crash: the one ``client`` names (a kind or a user name)
         if it fits the fault, else the first user that does."""
         fitting = [
             (i, hold)
-            for kind, hold in _CRASH_TARGETS[fault.kind]
+            for kind, hold in crash_targets(fault.kind)
             for i, spec in enumerate(self.workload.users)
             if spec.kind == kind
         ]

@@ -7,12 +7,13 @@ one sorted list of :class:`ScheduledFault`; the same scenario, targets and seed 
 the same list, byte for byte. Every fault ends (is healed) before the run's workload
 phase ends, so the final phase always runs on a healed cluster.
 
-Fault kinds:
+Fault kinds (one module each in ``harness/nemesis/faults/``, registered in
+:data:`~.faults.FAULTS`, from which everything here is derived):
 
 * proxy faults (applied as fault-proxy rules for ``duration`` seconds): ``delay``,
   ``drop_request``, ``drop_response``, ``reorder``, ``duplicate``, ``blackhole``,
   ``reset``, ``throttle``. ``rule`` holds the rule's fields (see
-  ``harness/faults/proxy/rules.py``) except ``kind`` and ``window``.
+  ``harness/faults/proxy/rules/``) except ``kind`` and ``window``.
 * node faults: ``kill`` (SIGKILL, restarted after ``duration``), ``pause`` (SIGSTOP /
   docker pause for ``duration``), ``restart`` (clean restart).
 * client faults: ``crash_producer`` (a transactional producer killed mid-transaction,
@@ -22,32 +23,16 @@ Fault kinds:
 from __future__ import annotations
 
 import random
-from typing import Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-FaultKind = Literal[
-    # proxy faults
-    "delay",
-    "drop_request",
-    "drop_response",
-    "reorder",
-    "duplicate",
-    "blackhole",
-    "reset",
-    "throttle",
-    # node faults
-    "kill",
-    "pause",
-    "restart",
-    # client faults
-    "crash_producer",
-    "crash_consumer",
-]
-ALL_KINDS: tuple[str, ...] = get_args(FaultKind)
-PROXY_KINDS = ALL_KINDS[:8]
-NODE_KINDS = ALL_KINDS[8:11]
-CLIENT_KINDS = ALL_KINDS[11:]
+from .faults import FAULTS, ScheduleError
+
+if TYPE_CHECKING:
+    FaultKind = str
+else:
+    FaultKind = Literal[tuple(FAULTS)]  # validated against the registry's names
 
 
 class TimedAction(BaseModel):
@@ -66,14 +51,7 @@ class TimedAction(BaseModel):
 
     @model_validator(mode="after")
     def _targets(self) -> TimedAction:
-        if self.kind in NODE_KINDS and self.node is None:
-            raise ValueError(f"a {self.kind} action needs `node`")
-        if self.kind not in PROXY_KINDS and self.rule:
-            raise ValueError(f"`rule` is only for proxy faults, not {self.kind}")
-        if self.kind in ("kill", "pause") and self.duration <= 0:
-            raise ValueError(f"a {self.kind} action needs a positive `duration`")
-        if "kind" in self.rule or "window" in self.rule:
-            raise ValueError("`rule` must not set `kind` or `window`: the schedule does")
+        FAULTS[self.kind].check_action(self)
         return self
 
 
@@ -143,26 +121,16 @@ class ScheduledFault(BaseModel):
         return self.at + self.duration
 
 
-class ScheduleError(ValueError):
-    pass
-
-
-def _random_rule(kind: str, rng: random.Random, gen: RandomNemesis, link: str) -> dict[str, Any]:
-    rule: dict[str, Any] = {"link": link}
-    if kind in ("delay", "drop_request", "drop_response", "reorder", "duplicate") and gen.apis:
-        rule["api"] = list(gen.apis)
-    if kind == "delay":
-        lo, hi = gen.delay_ms
-        rule["ms"] = rng.randint(lo, hi)
-        rule["jitter"] = "uniform"
-        rule["jitter_ms"] = max(1, rule["ms"] // 4)
-    elif kind in ("drop_request", "drop_response", "duplicate"):
-        rule["nth"] = 1  # one frame, then the rule is spent
-    elif kind == "reorder":
-        rule["max_hold_ms"] = rng.randint(50, 1000)
-    elif kind == "throttle":
-        rule["bytes_per_second"] = rng.choice([10_000, 100_000, 1_000_000])
-    return rule
+__all__ = [
+    "FaultKind",
+    "NemesisConfig",
+    "RandomNemesis",
+    "ScheduleError",
+    "ScheduledFault",
+    "Targets",
+    "TimedAction",
+    "build_schedule",
+]
 
 
 def _in_calm(t: float, gen: RandomNemesis) -> bool:
@@ -177,11 +145,7 @@ def build_schedule(
     """The run's faults, sorted by start time; every one ends by ``duration``."""
     out: list[ScheduledFault] = []
     for action in config.actions:
-        if action.kind in NODE_KINDS:
-            if not targets.node_faults:
-                raise ScheduleError(f"this cluster does not support node faults ({action.kind})")
-            if action.node not in targets.nodes:
-                raise ScheduleError(f"action at {action.at}s: no node {action.node}")
+        FAULTS[action.kind].check_targets(action, targets)
         if action.at + action.duration > duration:
             raise ScheduleError(
                 f"action {action.kind} at {action.at}s lasting {action.duration}s ends after "
@@ -192,7 +156,7 @@ def build_schedule(
     gen = config.random
     if gen is not None:
         rng = random.Random(f"txnchaos-nemesis:{seed}")
-        kinds = [k for k in sorted(gen.mix) if gen.mix[k] > 0 and _usable(k, targets)]
+        kinds = [k for k in sorted(gen.mix) if gen.mix[k] > 0 and FAULTS[k].usable(targets)]
         if not kinds:
             raise ScheduleError("none of the random nemesis' fault kinds can hit this cluster")
         weights = [gen.mix[k] for k in kinds]
@@ -203,25 +167,13 @@ def build_schedule(
             if t >= duration:
                 break
             kind = rng.choices(kinds, weights)[0]
+            spec = FAULTS[kind]
             lo, hi = gen.duration
-            length = 0.0 if kind == "restart" else rng.uniform(lo, hi)
+            length = 0.0 if spec.instant else rng.uniform(lo, hi)
             if _in_calm(t, gen) or t + length > duration:
                 continue
             fault: dict[str, Any] = {"at": round(t, 3), "kind": kind, "duration": round(length, 3)}
-            if kind in NODE_KINDS:
-                fault["node"] = rng.choice(sorted(targets.nodes))
-            elif kind in PROXY_KINDS:
-                fault["rule"] = _random_rule(kind, rng, gen, rng.choice(sorted(targets.links)))
-            else:
-                fault["client"] = rng.choice(sorted(targets.clients))
+            fault.update(spec.random_target(rng, gen, targets))
             out.append(ScheduledFault(origin="random", **fault))
     out.sort(key=lambda f: (f.at, f.kind, f.node or 0, f.client or ""))
     return out
-
-
-def _usable(kind: str, targets: Targets) -> bool:
-    if kind in NODE_KINDS:
-        return targets.node_faults and bool(targets.nodes)
-    if kind in PROXY_KINDS:
-        return bool(targets.links)
-    return bool(targets.clients)

@@ -42,9 +42,11 @@ from ..nemesis.schedule import Targets, build_schedule
 from ..workload.final_read import final_read, list_ends
 from ..workload.web import read_web_url
 from .progress import Progress
-from .scenario import Scenario
+from .scenario import Scenario, scenario_as_run
 
 log = logging.getLogger(__name__)
+
+SCENARIO_FILE = "scenario.yaml"
 
 EXIT_VALID = 0
 EXIT_ANOMALIES = 1
@@ -100,6 +102,13 @@ class Orchestrator:
         self.partitions = {t.name: t.partitions for t in scenario.workload.topics}
 
     # ---- the run -------------------------------------------------------------------
+    def _write_scenario(self) -> None:
+        """scenario.yaml: the scenario as run (its seed and duration after the command
+        line's overrides), so the run can be repeated, or shrunk, from its directory."""
+        (self.run_dir / SCENARIO_FILE).write_text(
+            scenario_as_run(self.scenario, self.seed, self.duration, self.launcher)
+        )
+
     def run(self) -> int:
         if self.run_dir.exists() and any(self.run_dir.iterdir()):
             self.console.print(f"[red]{self.run_dir} exists and is not empty; use --out[/]")
@@ -108,6 +117,7 @@ class Orchestrator:
         (self.run_dir / "logs").mkdir(exist_ok=True)
         self._log_to_file()
         self._write_info(complete=False)
+        self._write_scenario()
         self.console.print(
             f"txnchaos run [bold]{self.scenario.name}[/] seed {self.seed}, "
             f"{self.duration:g}s on the {self.launcher} launcher -> {self.run_dir}"

@@ -22,6 +22,7 @@ Shape::
       read_timeout: 120
     expect:
       verdict: valid                 # what a correct cluster gives (invalid: a bug repro)
+    repro: {...}                     # bug reproductions only: harness/repro/spec.py
 
 Every model forbids unknown keys; :func:`load_scenario` reports every problem, on one line,
 with the path of the field and the value found (``cluster.brokers: Input should be greater
@@ -47,10 +48,9 @@ from pydantic import (
 from ...cluster.cpu_placement import parse_cpu_list
 from ..launch.metrics_urls import metrics_url_problem
 from ..nemesis.schedule import NemesisConfig
+from ..repro.spec import ReproSpec
 from ..workload.config import WorkloadConfig
-
-CRASHABLE_PRODUCERS = {"transactional_producer", "idempotent_producer", "tv2_producer"}
-CRASHABLE_CONSUMERS = {"read_committed_consumer", "eos_copier", "tv2_copier"}
+from ..workload.kinds.registry import crash_faults, crash_targets
 
 
 class ScenarioError(ValueError):
@@ -124,6 +124,9 @@ class Scenario(_Model):
     nemesis: NemesisConfig = Field(default_factory=NemesisConfig)
     final: FinalPhase = Field(default_factory=FinalPhase)
     expect: Expectation = Field(default_factory=Expectation)
+    repro: ReproSpec | None = Field(
+        default=None, description="a reproduction's catalogue entry (scenarios/repro/)"
+    )
 
     @model_validator(mode="after")
     def _client_faults_have_clients(self) -> Scenario:
@@ -131,16 +134,12 @@ class Scenario(_Model):
         faults = {a.kind for a in self.nemesis.actions}
         if self.nemesis.random is not None:
             faults |= {k for k, w in self.nemesis.random.mix.items() if w > 0}
-        if "crash_producer" in faults and not kinds & CRASHABLE_PRODUCERS:
-            raise ValueError(
-                "nemesis crash_producer needs a transactional_producer or "
-                "idempotent_producer user in the workload"
-            )
-        if "crash_consumer" in faults and not kinds & CRASHABLE_CONSUMERS:
-            raise ValueError(
-                "nemesis crash_consumer needs a read_committed_consumer or "
-                "eos_copier user in the workload"
-            )
+        for fault in crash_faults():
+            crashable = [kind for kind, _hold in crash_targets(fault)]
+            if fault in faults and not kinds & set(crashable):
+                *others, last = crashable
+                one_of = f"{', '.join(others)} or {last}" if others else last
+                raise ValueError(f"nemesis {fault} needs a {one_of} user in the workload")
         if self.cluster.launcher == "external" and not self.cluster.proxied:
             raise ValueError("cluster.proxied: an external cluster is always proxied")
         if self.cluster.metrics and self.cluster.launcher != "external":
@@ -226,3 +225,29 @@ def load_scenario(path: str | Path) -> Scenario:
     except RecursionError:  # deeply nested flow collections
         raise ScenarioError(f"{path} is not valid YAML: nested too deeply") from None
     return parse_scenario(data, str(path))
+
+
+def fault_outlasting_workload(
+    scenario: Scenario, source: str | Path, duration: float | None = None
+) -> str | None:
+    """Why the scenario cannot run (an explicit fault that heals after the workload ends,
+    with ``duration`` overriding the scenario's), or None; checked before a cluster starts."""
+    workload = duration or scenario.duration
+    where = f"--duration {workload:g}" if duration else f"duration {workload:g}"
+    for i, action in enumerate(scenario.nemesis.actions):
+        if action.at + action.duration > workload:
+            return (
+                f"{source}: nemesis.actions.{i} ({action.kind} at {action.at:g}s lasting "
+                f"{action.duration:g}s) ends after the workload ({where}s): faults must heal "
+                "before the final phase"
+            )
+    return None
+
+
+def scenario_as_run(scenario: Scenario, seed: int, duration: float, launcher: str) -> str:
+    """The scenario as YAML with the command line's overrides applied (what a run
+    directory keeps as scenario.yaml); parsing it gives the scenario that ran."""
+    data = scenario.model_dump(mode="json", exclude_none=True)
+    data["seed"], data["duration"] = seed, duration
+    data.setdefault("cluster", {})["launcher"] = launcher
+    return yaml.safe_dump(data, sort_keys=False)

@@ -1,7 +1,10 @@
 """Workloads: locust users that drive confluent-kafka clients and record a complete history.
 
-Modules: :mod:`.config` (the scenario's workload section), :mod:`.clients` (recording client
-wrappers), :mod:`.workers` (per-kind logic, locust-free), :mod:`.users` (locust users),
+Modules: :mod:`.config` (the scenario's workload section), :mod:`.kinds` (one module per user
+kind: spec, worker and registry entry; :mod:`.kinds.registry` lists them), :mod:`.spec` and
+:mod:`.workers` (what the kinds' specs and workers share), :mod:`.recording` (the history a
+producer client records, whatever its library), :mod:`.clients` (confluent-kafka clients),
+:mod:`.ours` (our own producer client), :mod:`.users` (locust users),
 :mod:`.runner` (locust as a library: local, web UI, distributed), :mod:`.crash` /
 :mod:`.crashable` (client processes that can be SIGKILLed), :mod:`.final_read` (the final
 read_committed read of every partition).

@@ -15,16 +15,11 @@ Three concerns are kept apart:
   greenlet, never from a pool thread, so results are queued (:class:`EventQueue`) and the
   greenlet drains the queue after every blocking call.
 
-Outcome rules (Jepsen's ok / fail / info):
-
-* A send is ``ok`` with the acked offset; ``fail`` when librdkafka says the record was never
-  sent (purged from the queue) or a broker rejected it with a non-retriable error; ``info``
-  otherwise (timed out, purged in flight, retries exhausted: it may be in the log).
-* commit_transaction: ``ok``; ``fail`` when the error requires an abort (the transaction did
-  not commit; the abort is then recorded as its own op); a retriable error (timeout) is retried
-  up to ``retries`` times inside the same op and is ``info`` if none settles it; a fatal error
-  is ``info`` (EndTxn may have reached the coordinator) and the producer must be recreated.
-* abort_transaction: ``ok``; retriable errors retried; otherwise ``info``.
+Outcome rules (Jepsen's ok / fail / info): the transactional ops follow
+:mod:`.recording` (shared with our own client, :mod:`.ours`); a send is ``ok`` with the acked
+offset; ``fail`` when librdkafka says the record was never sent (purged from the queue) or a
+broker rejected it with a non-retriable error; ``info`` otherwise (timed out, purged in flight,
+retries exhausted: it may be in the log).
 
 Producer id and epoch: librdkafka does not expose them through the API, so they are taken from
 its statistics JSON (``eos.producer_id`` / ``eos.producer_epoch``, every
@@ -35,9 +30,7 @@ never a stale one; until then they are left out.
 
 from __future__ import annotations
 
-import collections
 import contextlib
-import enum
 import json
 import random
 import threading
@@ -58,18 +51,21 @@ from confluent_kafka import (
 
 from ..history.schema import EventType, Isolation, Outcome
 from ..history.writer import HistoryWriter, Op
+from .recording import (
+    PAD_HEADER,
+    ClientError,
+    ErrorClass,
+    EventQueue,
+    Failure,
+    OperationFailed,
+    ProducerReset,
+    RecordingProducer,
+    Reporter,
+    ms_since,
+    no_report,
+)
 
 T = TypeVar("T")
-
-#: ``reporter(request_type, name, response_time_ms, exception)``; called from the greenlet.
-Reporter = Callable[[str, str, float, BaseException | None], None]
-
-PAD_HEADER = "txnchaos-pad"
-
-
-def _no_report(_rt: str, _name: str, _ms: float, _exc: BaseException | None) -> None:
-    return None
-
 
 # -- executors ------------------------------------------------------------------------------
 
@@ -105,13 +101,6 @@ class GeventExecutor:
 
 
 # -- errors ----------------------------------------------------------------------------------
-
-
-class ErrorClass(enum.StrEnum):
-    FATAL = "fatal"
-    ABORTABLE = "abortable"
-    RETRIABLE = "retriable"
-    OTHER = "other"
 
 
 def kafka_error(exc: BaseException) -> KafkaError | None:
@@ -159,55 +148,9 @@ def send_outcome(err: KafkaError) -> Outcome:
     return Outcome.INFO
 
 
-class ClientError(RuntimeError):
-    """A client operation failed; ``error_class`` says what the caller must do next."""
-
-    def __init__(self, what: str, err: KafkaError | None, cause: BaseException | None = None):
-        super().__init__(f"{what}: {error_name(err) if err is not None else cause}")
-        self.err = err
-        self.error_class = classify(err)
-
-
-class ProducerReset(ClientError):
-    """The producer is unusable (fatal error, or an in-doubt commit/abort): recreate it."""
-
-
-# -- locust event queue -----------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Event:
-    request_type: str
-    name: str
-    ms: float
-    exc: BaseException | None
-
-
-class EventQueue:
-    """Results produced on pool threads, reported later from the greenlet."""
-
-    def __init__(self, reporter: Reporter) -> None:
-        self.reporter = reporter
-        self._q: collections.deque[_Event] = collections.deque()
-
-    def put(self, request_type: str, name: str, ms: float, exc: BaseException | None) -> None:
-        self._q.append(_Event(request_type, name, ms, exc))
-
-    def drain(self) -> None:
-        while True:
-            try:
-                e = self._q.popleft()
-            except IndexError:
-                return
-            self.reporter(e.request_type, e.name, e.ms, e.exc)
-
-
-class OperationFailed(Exception):
-    """Exception object handed to locust for a failed or unknown operation."""
-
-
-def _ms_since(ns: int) -> float:
-    return (time.time_ns() - ns) / 1e6
+def kafka_failure(err: KafkaError | None) -> Failure:
+    """A librdkafka error as the history sees it."""
+    return Failure(classify(err), error_name(err))
 
 
 # -- producer ---------------------------------------------------------------------------------
@@ -221,7 +164,7 @@ class _Stats:
     taken_ns: int = 0
 
 
-class ProducerClient:
+class ProducerClient(RecordingProducer):
     """A confluent-kafka Producer (idempotent, optionally transactional) that records ops.
 
     ``conf`` is the full librdkafka configuration; ``transactional.id`` in it makes the client
@@ -240,15 +183,15 @@ class ProducerClient:
         producer_factory: Callable[[dict[str, Any]], Any] = Producer,
         group_id: str | None = None,
     ) -> None:
-        self.writer = writer
-        # A copier's producer: its ops carry the consumer group, so the analysis can
-        # tie outputs to the group whose offsets commit with them.
-        self.group_id = group_id
+        super().__init__(
+            writer,
+            transactional_id=conf.get("transactional.id"),
+            reporter=reporter,
+            request_type=request_type,
+            padding_bytes=padding_bytes,
+            group_id=group_id,
+        )
         self.executor: Executor = executor or DirectExecutor()
-        self.events = EventQueue(reporter or _no_report)
-        self.request_type = request_type
-        self.transactional_id: str | None = conf.get("transactional.id")
-        self._pad = b"\0" * padding_bytes if padding_bytes else None
         self._conf = dict(conf)
         if self._conf.get("statistics.interval.ms"):
             self._conf["stats_cb"] = self._on_stats
@@ -257,13 +200,6 @@ class ProducerClient:
         self._stats_lock = threading.Lock()
         self._ids_valid_after_ns = time.time_ns()
         self.producer: Any = self._factory(self._conf)
-        self.initialized = False
-        self.open_txn: int | None = None
-        #: A delivery report said the open transaction must be aborted.
-        self.txn_abortable = False
-        #: A fatal error was reported: the producer must be recreated.
-        self.fatal = False
-        self.unacked = 0
         self._unacked_lock = threading.Lock()
 
     # -- identity ---------------------------------------------------------------------------
@@ -282,15 +218,13 @@ class ProducerClient:
                 taken_ns=time.time_ns(),
             )
 
-    def _invalidate_ids(self) -> None:
+    def ids_may_change(self) -> None:
         with self._stats_lock:
             self._ids_valid_after_ns = time.time_ns()
 
-    def id_fields(self) -> dict[str, Any]:
-        """transactional_id, and producer_id/epoch when a fresh stats snapshot has them."""
-        out: dict[str, Any] = {"transactional_id": self.transactional_id}
-        if self.group_id is not None:
-            out["group_id"] = self.group_id
+    def producer_ids(self) -> dict[str, Any]:
+        """From a statistics snapshot taken after the last op that could change them."""
+        out: dict[str, Any] = {}
         with self._stats_lock:
             s = self._stats
             if s.producer_id is not None and s.taken_ns > self._ids_valid_after_ns:
@@ -301,54 +235,33 @@ class ProducerClient:
 
     # -- plumbing ---------------------------------------------------------------------------
 
+    def translate_error(self, exc: BaseException) -> Failure | None:
+        if not isinstance(exc, KafkaException):
+            return None
+        return kafka_failure(kafka_error(exc))
+
     def _run(self, fn: Callable[..., T], *args: Any) -> T:
         try:
             return self.executor.run(fn, *args)
         finally:
             self.events.drain()
 
-    def _report(self, name: str, started_ns: int, outcome: Outcome, error: str | None) -> None:
-        exc = None if outcome == Outcome.OK else OperationFailed(f"{outcome.value}: {error}")
-        self.events.put(self.request_type, name, _ms_since(started_ns), exc)
+    def _call_init(self, timeout_s: float) -> None:
+        self._run(self.producer.init_transactions, timeout_s)
 
-    def _finish(
-        self, op: Op, name: str, outcome: Outcome, error: str | None = None, **fields: Any
-    ) -> None:
-        self.writer.complete(op, outcome, error=error, **{**self.id_fields(), **fields})
-        self._report(name, op.invoke_ns, outcome, error)
-        self.events.drain()
+    def _call_begin(self) -> None:
+        self.producer.begin_transaction()  # client-local, never blocks
 
-    # -- transactional API -------------------------------------------------------------------
+    def _call_send_offsets(self, offsets: list[Any], group_metadata: Any, timeout_s: float) -> None:
+        self._run(self.producer.send_offsets_to_transaction, offsets, group_metadata, timeout_s)
 
-    def init(self, timeout_s: float) -> Outcome:
-        """init_transactions (INIT op). Raises :class:`ProducerReset` on failure."""
-        self._invalidate_ids()
-        op = self.writer.invoke(EventType.INIT, transactional_id=self.transactional_id)
-        try:
-            self._run(self.producer.init_transactions, timeout_s)
-        except KafkaException as e:
-            err = kafka_error(e)
-            # A timed-out InitProducerId may still have bumped the epoch: unknown.
-            outcome = Outcome.INFO if classify(err) == ErrorClass.RETRIABLE else Outcome.FAIL
-            self._finish(op, "init", outcome, error_name(err))
-            raise ProducerReset("init_transactions", err, e) from e
-        self.initialized = True
-        self._finish(op, "init", Outcome.OK)
-        return Outcome.OK
+    def _call_commit(self, timeout_s: float) -> None:
+        self._run(self.producer.commit_transaction, timeout_s)
 
-    def begin(self, txn: int) -> None:
-        op = self.writer.invoke(EventType.BEGIN, txn=txn, **self.id_fields())
-        try:
-            self.producer.begin_transaction()  # client-local, never blocks
-        except KafkaException as e:
-            err = kafka_error(e)
-            self._finish(op, "begin", Outcome.FAIL, error_name(err))
-            if classify(err) == ErrorClass.FATAL:
-                raise ProducerReset("begin_transaction", err, e) from e
-            raise ClientError("begin_transaction", err, e) from e
-        self.open_txn = txn
-        self.txn_abortable = False
-        self._finish(op, "begin", Outcome.OK)
+    def _call_abort(self, timeout_s: float) -> None:
+        self._run(self.producer.abort_transaction, timeout_s)
+
+    # -- records ----------------------------------------------------------------------------
 
     def send(
         self,
@@ -361,10 +274,7 @@ class ProducerClient:
         source: str | None = None,
     ) -> Op:
         """Produce one record (SEND op, completed by its delivery report)."""
-        item = {"topic": topic, "partition": partition, "value": value, "key": key}
-        if source is not None:
-            item["source"] = source
-        op = self.writer.invoke(EventType.SEND, items=[item], txn=txn, **self.id_fields())
+        op, item = self._invoke_send(topic, partition, value, key, txn, source)
         headers = [(PAD_HEADER, self._pad)] if self._pad else None
 
         def on_delivery(err: KafkaError | None, msg: Message) -> None:
@@ -385,14 +295,10 @@ class ProducerClient:
                 # Local queue full: serve delivery reports off the loop, then retry.
                 self._run(self.producer.poll, 0.1)
             except KafkaException as e:
-                err = kafka_error(e)
-                self._finish(op, "send", Outcome.FAIL, error_name(err))
-                if classify(err) == ErrorClass.FATAL:
-                    self.fatal = True
-                    raise ProducerReset("produce", err, e) from e
-                if classify(err) == ErrorClass.ABORTABLE:
+                failure = kafka_failure(kafka_error(e))
+                if failure.error_class == ErrorClass.ABORTABLE:
                     self.txn_abortable = True
-                raise ClientError("produce", err, e) from e
+                self._send_rejected(op, failure, e)
         with self._unacked_lock:
             self.unacked += 1
         return op
@@ -406,16 +312,13 @@ class ProducerClient:
         if err is None:
             off = msg.offset()
             done = {**item, "offset": off if off is not None and off >= 0 else None}
-            self.writer.complete(op, Outcome.OK, items=[done], **self.id_fields())
-            self._report("send", op.invoke_ns, Outcome.OK, None)
+            self._record_ack(op, Outcome.OK, None, [done])
             return
         if classify(err) in (ErrorClass.ABORTABLE, ErrorClass.FATAL):
             self.txn_abortable = True
             self.fatal = self.fatal or classify(err) == ErrorClass.FATAL
-            self._invalidate_ids()
-        outcome = send_outcome(err)
-        self.writer.complete(op, outcome, error=error_name(err), **self.id_fields())
-        self._report("send", op.invoke_ns, outcome, error_name(err))
+            self.ids_may_change()
+        self._record_ack(op, send_outcome(err), error_name(err), None)
 
     def poll(self, timeout_s: float = 0.0) -> None:
         """Serve delivery reports and statistics."""
@@ -424,81 +327,6 @@ class ProducerClient:
     def flush(self, timeout_s: float) -> int:
         """Wait for every outstanding delivery report; returns how many are still pending."""
         return int(self._run(self.producer.flush, timeout_s))
-
-    def send_offsets(
-        self,
-        txn: int,
-        offsets: list[TopicPartition],
-        group_metadata: Any,
-        group_id: str | None,
-        timeout_s: float,
-    ) -> None:
-        """send_offsets_to_transaction (SEND_OFFSETS op); raises :class:`ClientError`."""
-        items = [
-            {"topic": tp.topic, "partition": tp.partition, "offset": tp.offset} for tp in offsets
-        ]
-        fields = {**self.id_fields(), "group_id": group_id}
-        op = self.writer.invoke(EventType.SEND_OFFSETS, items=items, txn=txn, **fields)
-        try:
-            self._run(self.producer.send_offsets_to_transaction, offsets, group_metadata, timeout_s)
-        except KafkaException as e:
-            err = kafka_error(e)
-            cls = classify(err)
-            # Retriable (timeout): the offsets may or may not be in the transaction.
-            outcome = Outcome.INFO if cls == ErrorClass.RETRIABLE else Outcome.FAIL
-            self._finish(op, "send_offsets", outcome, error_name(err))
-            if cls == ErrorClass.FATAL:
-                raise ProducerReset("send_offsets_to_transaction", err, e) from e
-            self.txn_abortable = True  # do not commit a transaction with unknown offsets
-            raise ClientError("send_offsets_to_transaction", err, e) from e
-        self._finish(op, "send_offsets", Outcome.OK)
-
-    def commit(self, txn: int, timeout_s: float, retries: int) -> Outcome:
-        """commit_transaction (COMMIT op); on an abortable error aborts (ABORT op) and returns
-        ``fail``.  Raises :class:`ProducerReset` when the outcome stays unknown."""
-        op = self.writer.invoke(EventType.COMMIT, txn=txn, **self.id_fields())
-        attempt = 0
-        while True:
-            try:
-                self._run(self.producer.commit_transaction, timeout_s)
-            except KafkaException as e:
-                err = kafka_error(e)
-                cls = classify(err)
-                if cls == ErrorClass.ABORTABLE:
-                    self._finish(op, "commit", Outcome.FAIL, error_name(err))
-                    self.abort(txn, timeout_s, retries)
-                    return Outcome.FAIL
-                if cls == ErrorClass.RETRIABLE and attempt < retries:
-                    attempt += 1
-                    continue
-                self._invalidate_ids()
-                self._finish(op, "commit", Outcome.INFO, error_name(err))
-                self.open_txn = None
-                raise ProducerReset("commit_transaction", err, e) from e
-            self.open_txn = None
-            self._finish(op, "commit", Outcome.OK)
-            return Outcome.OK
-
-    def abort(self, txn: int, timeout_s: float, retries: int) -> Outcome:
-        """abort_transaction (ABORT op).  Raises :class:`ProducerReset` if it cannot settle."""
-        self._invalidate_ids()  # KIP-360: an abort after an error may bump the epoch
-        op = self.writer.invoke(EventType.ABORT, txn=txn, **self.id_fields())
-        attempt = 0
-        while True:
-            try:
-                self._run(self.producer.abort_transaction, timeout_s)
-            except KafkaException as e:
-                err = kafka_error(e)
-                if classify(err) == ErrorClass.RETRIABLE and attempt < retries:
-                    attempt += 1
-                    continue
-                self._finish(op, "abort", Outcome.INFO, error_name(err))
-                self.open_txn = None
-                raise ProducerReset("abort_transaction", err, e) from e
-            self.open_txn = None
-            self.txn_abortable = False
-            self._finish(op, "abort", Outcome.OK)
-            return Outcome.OK
 
     def close(self, *, abort_open: bool = False, timeout_s: float = 10.0) -> None:
         """Flush and release the producer.
@@ -579,7 +407,7 @@ class ConsumerClient:
     ) -> None:
         self.writer = writer
         self.executor: Executor = executor or DirectExecutor()
-        self.events = EventQueue(reporter or _no_report)
+        self.events = EventQueue(reporter or no_report)
         self.request_type = request_type
         self.event_type = event_type
         self.group_id: str | None = conf.get("group.id")
@@ -650,7 +478,9 @@ class ConsumerClient:
             self.consumer.get_watermark_offsets, TopicPartition(topic, partition), timeout_s
         )
         if res is None:
-            raise ClientError(f"get_watermark_offsets {topic}/{partition}", None, TimeoutError())
+            raise ClientError(
+                f"get_watermark_offsets {topic}/{partition}", kafka_failure(None), TimeoutError()
+            )
         return int(res[0]), int(res[1])
 
     def poll(self, max_records: int, timeout_s: float) -> list[Message]:
@@ -668,9 +498,9 @@ class ConsumerClient:
                 isolation=self.isolation,
                 **self._fields(),
             )
-            self.events.put(self.request_type, "poll", _ms_since(invoke_ns), e)
+            self.events.put(self.request_type, "poll", ms_since(invoke_ns), e)
             self.events.drain()
-            raise ClientError("consume", err, e) from e
+            raise ClientError("consume", kafka_failure(err), e) from e
         items, errors = record_items(msgs)
         self.eof = [
             (m.topic(), m.partition(), m.offset())
@@ -686,7 +516,7 @@ class ConsumerClient:
             isolation=self.isolation,
             **self._fields(),
         )
-        self.events.put(self.request_type, "poll", _ms_since(invoke_ns), None)
+        self.events.put(self.request_type, "poll", ms_since(invoke_ns), None)
         self.events.drain()
         return [m for m in msgs if m.error() is None]
 
@@ -701,11 +531,11 @@ class ConsumerClient:
             err = kafka_error(e)
             outcome = Outcome.INFO if classify(err) == ErrorClass.RETRIABLE else Outcome.FAIL
             self.writer.complete(op, outcome, error=error_name(err))
-            self.events.put(self.request_type, "commit", _ms_since(op.invoke_ns), e)
+            self.events.put(self.request_type, "commit", ms_since(op.invoke_ns), e)
             self.events.drain()
             return outcome
         self.writer.complete(op, Outcome.OK)
-        self.events.put(self.request_type, "commit", _ms_since(op.invoke_ns), None)
+        self.events.put(self.request_type, "commit", ms_since(op.invoke_ns), None)
         self.events.drain()
         return Outcome.OK
 
@@ -759,13 +589,16 @@ def chance(rng: random.Random, p: float) -> bool:
 
 __all__ = [
     "OFFSET_BEGINNING",
+    "PAD_HEADER",
     "ClientError",
     "ConsumerClient",
     "DirectExecutor",
     "ErrorClass",
     "EventQueue",
     "Executor",
+    "Failure",
     "GeventExecutor",
+    "OperationFailed",
     "ProducerClient",
     "ProducerReset",
     "Reporter",
@@ -774,6 +607,7 @@ __all__ = [
     "error_name",
     "first_offsets",
     "kafka_error",
+    "kafka_failure",
     "next_offsets",
     "record_items",
     "send_outcome",

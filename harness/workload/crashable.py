@@ -15,6 +15,9 @@ Protocol on stdout (one line each, flushed): ``READY`` once the worker has start
 * ``in-poll`` (consumer, copier): after ``hold_after`` steps, ``HOLD`` is printed just before a
   long consume() call, so a kill lands in the middle of the poll.
 
+Each worker's ``hold`` implements the points its kind takes (its registry entry's
+``crash_holds``).
+
 SIGTERM is a clean stop (clients closed without aborting an open transaction).
 """
 
@@ -24,22 +27,12 @@ import argparse
 import json
 import signal
 import sys
-import time
 from pathlib import Path
 from types import FrameType
 
-from ..history.schema import encode_value
-from .clients import next_offsets, position
 from .config import load_workload
-from .workers import (
-    FLUSH_TIMEOUT_S,
-    EOSCopierWorker,
-    IdempotentProducerWorker,
-    ReadCommittedConsumerWorker,
-    TransactionalProducerWorker,
-    Worker,
-    WorkerContext,
-)
+from .kinds.registry import user_kind
+from .workers import WorkerContext
 
 HOLDS = ("none", "before-commit", "before-ack", "in-poll")
 
@@ -47,58 +40,6 @@ HOLDS = ("none", "before-commit", "before-ack", "in-poll")
 def say(line: str) -> None:
     sys.stdout.write(line + "\n")
     sys.stdout.flush()
-
-
-def hold_forever() -> None:
-    while True:
-        time.sleep(3600)
-
-
-def hold(worker: Worker, how: str) -> None:
-    """Go to the hold point, announce it, and block."""
-    if how == "before-commit" and isinstance(worker, TransactionalProducerWorker):
-        txn = worker.begin()
-        worker.send_records(txn)
-        assert worker.client is not None
-        worker.client.flush(FLUSH_TIMEOUT_S)
-        say(f"HOLD txn={txn}")
-        hold_forever()
-    if how == "before-commit" and isinstance(worker, EOSCopierWorker):
-        p, c = worker.producer, worker.consumer
-        assert p is not None and c is not None
-        if not p.initialized:
-            p.init(worker.spec.op_timeout_s)
-        while True:
-            msgs = c.poll(worker.spec.max_records_per_txn, worker.spec.poll_timeout_ms / 1000)
-            if msgs:
-                break
-        txn = worker.next_txn
-        worker.next_txn += 1
-        p.begin(txn)
-        for i, m in enumerate(msgs):
-            value = m.value()
-            p.send(
-                worker.spec.output_topic,
-                position(m)[1] % worker.out_partitions,
-                encode_value(worker.process, txn, i),
-                txn=txn,
-                source=value.decode("utf-8", errors="replace") if value else None,
-            )
-        p.send_offsets(txn, next_offsets(msgs), c.group_metadata(), worker.group_id, 30.0)
-        p.flush(FLUSH_TIMEOUT_S)
-        say(f"HOLD txn={txn}")
-        hold_forever()
-    if how == "before-ack" and isinstance(worker, IdempotentProducerWorker):
-        worker.send_batch()
-        say(f"HOLD sent={worker.next_index}")
-        hold_forever()
-    if how == "in-poll" and isinstance(worker, ReadCommittedConsumerWorker | EOSCopierWorker):
-        c = worker.client if isinstance(worker, ReadCommittedConsumerWorker) else worker.consumer
-        assert c is not None
-        say("HOLD poll")
-        while True:
-            c.poll(1000, 30.0)
-    raise SystemExit(f"hold point {how!r} does not apply to a {worker.kind}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -123,9 +64,7 @@ def main(argv: list[str] | None = None) -> int:
         seed=args.seed,
         flush_every=args.flush_every,
     )
-    from .workers import WORKERS
-
-    worker = WORKERS[spec.kind](spec, ctx, args.process, args.index)
+    worker = user_kind(spec.kind).worker(spec, ctx, args.process, args.index)
     stopping = False
 
     def on_term(_sig: int, _frame: FrameType | None) -> None:
@@ -142,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
         steps = 0
         while True:
             if args.hold != "none" and steps >= args.hold_after:
-                hold(worker, args.hold)
+                worker.hold(args.hold, say)
             worker.step()
             steps += 1
     except KeyboardInterrupt:

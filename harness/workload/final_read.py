@@ -24,6 +24,7 @@ from typing import Any
 from confluent_kafka import IsolationLevel, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
+from ..history.final_state import FinalPartition
 from ..history.schema import EventType, Isolation
 from ..history.writer import HistoryWriter
 from .clients import ClientError, ConsumerClient, DirectExecutor, Executor, position
@@ -61,8 +62,8 @@ class FinalReadResult:
     def complete(self) -> bool:
         return all(p.complete for p in self.partitions)
 
-    def partition_state(self) -> list[dict[str, Any]]:
-        """The ``partitions`` list of ``final_state.json`` (run_dir.py)."""
+    def partition_state(self) -> list[FinalPartition]:
+        """The ``partitions`` list of ``final_state.json`` (history/final_state.py)."""
         return [
             {
                 "topic": p.topic,

@@ -35,15 +35,19 @@ from ..clients import (
     RetriableError,
 )
 from ..clients.bridge import LoopThread
-from ..history.schema import EventType, Outcome
+from ..history.schema import Outcome
 from ..history.writer import HistoryWriter, Op
-from .clients import PAD_HEADER, ClientError, EventQueue, OperationFailed, ProducerReset, Reporter
+from .recording import (
+    PAD_HEADER,
+    ClientError,
+    ErrorClass,
+    Failure,
+    ProducerReset,
+    RecordingProducer,
+    Reporter,
+)
 
 T = TypeVar("T")
-
-
-def _no_report(_rt: str, _name: str, _ms: float, _exc: BaseException | None) -> None:
-    return None
 
 
 def describe(exc: BaseException) -> str:
@@ -53,14 +57,20 @@ def describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-def _ms_since(ns: int) -> float:
-    import time
+def error_class(exc: KafkaClientError) -> ErrorClass:
+    """By the exception's type: a state error (a call the producer's state does not allow)
+    is none of fatal, abortable or retriable."""
+    if isinstance(exc, FatalError):
+        return ErrorClass.FATAL
+    if isinstance(exc, AbortableError):
+        return ErrorClass.ABORTABLE
+    if isinstance(exc, RetriableError):
+        return ErrorClass.RETRIABLE
+    return ErrorClass.OTHER
 
-    return (time.time_ns() - ns) / 1e6
 
-
-class OurProducerClient:
-    """Our producer, recording every operation (see :class:`~.clients.ProducerClient`)."""
+class OurProducerClient(RecordingProducer):
+    """Our producer, recording every operation (see :class:`~.recording.RecordingProducer`)."""
 
     def __init__(
         self,
@@ -72,27 +82,27 @@ class OurProducerClient:
         padding_bytes: int = 0,
         group_id: str | None = None,
         loop: LoopThread | None = None,
+        producer_factory: Callable[[ProducerConfig], Producer] = Producer,
     ) -> None:
-        self.writer = writer
-        self.group_id = group_id
-        self.events = EventQueue(reporter or _no_report)
-        self.request_type = request_type
-        self.transactional_id = config.transactional_id
-        self._pad = b"\0" * padding_bytes if padding_bytes else None
+        super().__init__(
+            writer,
+            transactional_id=config.transactional_id,
+            reporter=reporter,
+            request_type=request_type,
+            padding_bytes=padding_bytes,
+            group_id=group_id,
+        )
         self.loop = loop or LoopThread.shared()
-        self.producer: Producer | None = self.loop.call(lambda: Producer(config))
-        self.initialized = False
-        self.open_txn: int | None = None
-        self.txn_abortable = False
-        self.fatal = False
-        self.unacked = 0
+        self.producer: Producer | None = self.loop.call(lambda: producer_factory(config))
         self._acks: collections.deque[Callable[[], None]] = collections.deque()
 
     # -- plumbing -----------------------------------------------------------------------------
 
     def _p(self) -> Producer:
         if self.producer is None:
-            raise ProducerReset("producer closed", None, RuntimeError("closed"))
+            raise ProducerReset(
+                "producer closed", Failure(ErrorClass.OTHER, None), RuntimeError("closed")
+            )
         return self.producer
 
     def _run(self, coro: Coroutine[Any, Any, T], timeout_s: float) -> T:
@@ -111,58 +121,42 @@ class OurProducerClient:
             record()
         self.events.drain()
 
-    def id_fields(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"transactional_id": self.transactional_id}
-        if self.group_id is not None:
-            out["group_id"] = self.group_id
+    def producer_ids(self) -> dict[str, Any]:
         p = self.producer
         if p is not None and p.ids.valid:
-            out["producer_id"] = p.ids.producer_id
-            out["producer_epoch"] = p.ids.epoch
-        return out
+            return {"producer_id": p.ids.producer_id, "producer_epoch": p.ids.epoch}
+        return {}
 
-    def _report(self, name: str, started_ns: int, outcome: Outcome, error: str | None) -> None:
-        exc = None if outcome == Outcome.OK else OperationFailed(f"{outcome.value}: {error}")
-        self.events.put(self.request_type, name, _ms_since(started_ns), exc)
+    def translate_error(self, exc: BaseException) -> Failure | None:
+        if not isinstance(exc, KafkaClientError):
+            return None
+        return Failure(error_class(exc), describe(exc))
 
-    def _finish(
-        self, op: Op, name: str, outcome: Outcome, error: str | None = None, **fields: Any
-    ) -> None:
-        self.writer.complete(op, outcome, error=error, **{**self.id_fields(), **fields})
-        self._report(name, op.invoke_ns, outcome, error)
-        self._drain()
+    def _call_init(self, timeout_s: float) -> None:
+        self._run(self._p().init_transactions(timeout_s), timeout_s)
 
-    # -- transactional API --------------------------------------------------------------------
+    def _call_begin(self) -> None:
+        self._run(self._p().begin_transaction(), 30.0)
 
-    def init(self, timeout_s: float) -> Outcome:
-        op = self.writer.invoke(EventType.INIT, transactional_id=self.transactional_id)
+    def _call_send_offsets(self, offsets: list[Any], group_metadata: Any, timeout_s: float) -> None:
+        """``group_metadata``: a consumer's ``consumer_group_metadata()`` or a
+        :class:`~..clients.GroupMetadata`."""
+        group = (
+            group_metadata
+            if isinstance(group_metadata, GroupMetadata)
+            else GroupMetadata.from_librdkafka(bytes(group_metadata))
+        )
+        triples = [(tp.topic, tp.partition, tp.offset) for tp in offsets]
         p = self._p()
-        try:
-            self._run(p.init_transactions(timeout_s), timeout_s)
-        except KafkaClientError as e:
-            # A timed-out InitProducerId may still have bumped the epoch: unknown.
-            outcome = Outcome.INFO if isinstance(e, RetriableError) else Outcome.FAIL
-            self._finish(op, "init", outcome, describe(e))
-            self.fatal = True
-            raise ProducerReset("init_transactions", None, e) from e
-        self.initialized = True
-        self._finish(op, "init", Outcome.OK)
-        return Outcome.OK
+        self._run(p.send_offsets_to_transaction(triples, group, timeout_s), timeout_s)
 
-    def begin(self, txn: int) -> None:
-        op = self.writer.invoke(EventType.BEGIN, txn=txn, **self.id_fields())
-        p = self._p()
-        try:
-            self._run(p.begin_transaction(), 30.0)
-        except KafkaClientError as e:
-            self._finish(op, "begin", Outcome.FAIL, describe(e))
-            if isinstance(e, FatalError):
-                self.fatal = True
-                raise ProducerReset("begin_transaction", None, e) from e
-            raise ClientError("begin_transaction", None, e) from e
-        self.open_txn = txn
-        self.txn_abortable = False
-        self._finish(op, "begin", Outcome.OK)
+    def _call_commit(self, timeout_s: float) -> None:
+        self._run(self._p().commit_transaction(timeout_s), timeout_s)
+
+    def _call_abort(self, timeout_s: float) -> None:
+        self._run(self._p().abort_transaction(timeout_s), timeout_s)
+
+    # -- records ------------------------------------------------------------------------------
 
     def send(
         self,
@@ -175,10 +169,7 @@ class OurProducerClient:
         source: str | None = None,
     ) -> Op:
         """Produce one record (SEND op, completed by its acknowledgement)."""
-        item: dict[str, Any] = {"topic": topic, "partition": partition, "value": value, "key": key}
-        if source is not None:
-            item["source"] = source
-        op = self.writer.invoke(EventType.SEND, items=[item], txn=txn, **self.id_fields())
+        op, item = self._invoke_send(topic, partition, value, key, txn, source)
         p = self._p()
         headers = [(PAD_HEADER, self._pad)] if self._pad else []
 
@@ -196,12 +187,10 @@ class OurProducerClient:
         try:
             self.loop.call(queue)
         except KafkaClientError as e:
-            self._finish(op, "send", Outcome.FAIL, describe(e))
-            if isinstance(e, FatalError):
-                self.fatal = True
-                raise ProducerReset("produce", None, e) from e
-            self.txn_abortable = True
-            raise ClientError("produce", None, e) from e
+            failure = Failure(error_class(e), describe(e))
+            if failure.error_class != ErrorClass.FATAL:
+                self.txn_abortable = True  # the transaction misses a record
+            self._send_rejected(op, failure, e)
         self.unacked += 1
         return op
 
@@ -225,12 +214,6 @@ class OurProducerClient:
         error = describe(exc)
         self._acks.append(lambda: self._record_ack(op, outcome, error, None))
 
-    def _record_ack(
-        self, op: Op, outcome: Outcome, error: str | None, items: list[dict[str, Any]] | None
-    ) -> None:
-        self.writer.complete(op, outcome, items=items, error=error, **self.id_fields())
-        self._report("send", op.invoke_ns, outcome, error)
-
     def poll(self, timeout_s: float = 0.0) -> None:
         """Record the acknowledgements that arrived (and report them to locust)."""
         self._drain()
@@ -240,97 +223,6 @@ class OurProducerClient:
         with contextlib.suppress(KafkaClientError):
             self._run(p.flush(timeout_s), timeout_s)
         return max(self.unacked, 0)
-
-    def send_offsets(
-        self,
-        txn: int,
-        offsets: list[Any],
-        group_metadata: Any,
-        group_id: str | None,
-        timeout_s: float,
-    ) -> None:
-        """send_offsets_to_transaction (SEND_OFFSETS op). ``offsets`` are confluent-kafka
-        TopicPartitions; ``group_metadata`` is a consumer's ``consumer_group_metadata()``
-        or a :class:`~..clients.GroupMetadata`."""
-        items = [
-            {"topic": tp.topic, "partition": tp.partition, "offset": tp.offset} for tp in offsets
-        ]
-        fields = {**self.id_fields(), "group_id": group_id}
-        op = self.writer.invoke(EventType.SEND_OFFSETS, items=items, txn=txn, **fields)
-        group = (
-            group_metadata
-            if isinstance(group_metadata, GroupMetadata)
-            else GroupMetadata.from_librdkafka(bytes(group_metadata))
-        )
-        triples = [(tp.topic, tp.partition, tp.offset) for tp in offsets]
-        p = self._p()
-        try:
-            self._run(p.send_offsets_to_transaction(triples, group, timeout_s), timeout_s)
-        except KafkaClientError as e:
-            outcome = Outcome.INFO if isinstance(e, RetriableError) else Outcome.FAIL
-            self._finish(op, "send_offsets", outcome, describe(e))
-            if isinstance(e, FatalError):
-                self.fatal = True
-                raise ProducerReset("send_offsets_to_transaction", None, e) from e
-            self.txn_abortable = True  # do not commit a transaction with unknown offsets
-            raise ClientError("send_offsets_to_transaction", None, e) from e
-        self._finish(op, "send_offsets", Outcome.OK)
-
-    def commit(self, txn: int, timeout_s: float, retries: int) -> Outcome:
-        """COMMIT op; an abortable error aborts (ABORT op) and returns ``fail``; an outcome
-        that stays unknown raises :class:`ProducerReset`."""
-        op = self.writer.invoke(EventType.COMMIT, txn=txn, **self.id_fields())
-        p = self._p()
-        attempt = 0
-        while True:
-            try:
-                self._run(p.commit_transaction(timeout_s), timeout_s)
-            except AbortableError as e:
-                self._finish(op, "commit", Outcome.FAIL, describe(e))
-                self.abort(txn, timeout_s, retries)
-                return Outcome.FAIL
-            except RetriableError as e:
-                if attempt < retries:
-                    attempt += 1
-                    continue
-                self._unknown(op, e)
-                raise ProducerReset("commit_transaction", None, e) from e
-            except KafkaClientError as e:
-                self._unknown(op, e)
-                raise ProducerReset("commit_transaction", None, e) from e
-            self.open_txn = None
-            self._finish(op, "commit", Outcome.OK)
-            return Outcome.OK
-
-    def _unknown(self, op: Op, e: KafkaClientError) -> None:
-        self.fatal = True
-        self.open_txn = None
-        self._finish(op, "commit", Outcome.INFO, describe(e))
-
-    def abort(self, txn: int, timeout_s: float, retries: int) -> Outcome:
-        op = self.writer.invoke(EventType.ABORT, txn=txn, **self.id_fields())
-        p = self._p()
-        attempt = 0
-        while True:
-            try:
-                self._run(p.abort_transaction(timeout_s), timeout_s)
-            except RetriableError as e:
-                if attempt < retries:
-                    attempt += 1
-                    continue
-                self._finish(op, "abort", Outcome.INFO, describe(e))
-                self.open_txn = None
-                self.fatal = True
-                raise ProducerReset("abort_transaction", None, e) from e
-            except KafkaClientError as e:
-                self._finish(op, "abort", Outcome.INFO, describe(e))
-                self.open_txn = None
-                self.fatal = True
-                raise ProducerReset("abort_transaction", None, e) from e
-            self.open_txn = None
-            self.txn_abortable = False
-            self._finish(op, "abort", Outcome.OK)
-            return Outcome.OK
 
     def close(self, *, abort_open: bool = False, timeout_s: float = 10.0) -> None:
         """Release the producer; an open transaction stays open unless ``abort_open``."""

@@ -1,4 +1,4 @@
-"""Locust users: one class per workload kind, one subclass per user spec of a scenario.
+"""Locust users: one base class per registered user kind, one subclass per user spec of a scenario.
 
 Each user instance wraps a :class:`~.workers.Worker` with its own process name (history file,
 writer identity in the values).  Blocking librdkafka calls run in gevent's thread pool
@@ -27,6 +27,8 @@ import locust  # noqa: F401  (first: gevent monkey-patching)
 from gevent import GreenletExit
 from locust import User, constant, constant_throughput, task
 
+from .kinds.kind import UserKind
+from .kinds.registry import KINDS
 from .workers import NameAllocator, Worker, WorkerContext, make_worker
 
 log = logging.getLogger(__name__)
@@ -104,42 +106,18 @@ class WorkloadUser(User):
                 log.exception("stopping %s", self.worker.process)
 
 
-class TransactionalProducerUser(WorkloadUser):
-    abstract = True
+def _user_base(kind: UserKind) -> type[WorkloadUser]:
+    """The abstract locust user of one kind, named as its entry says."""
+    doc = f"A {kind.name} user (see {kind.worker.__module__})."
+    return type(
+        kind.locust_user,
+        (WorkloadUser,),
+        {"abstract": True, "__doc__": doc, "__module__": __name__},
+    )
 
 
-class IdempotentProducerUser(WorkloadUser):
-    abstract = True
-
-
-class ReadCommittedConsumerUser(WorkloadUser):
-    abstract = True
-
-
-class EOSCopierUser(WorkloadUser):
-    abstract = True
-
-
-class Tv2ProducerUser(WorkloadUser):
-    """A transactional producer on our own client (harness/clients)."""
-
-    abstract = True
-
-
-class Tv2CopierUser(WorkloadUser):
-    """A copier whose producer is our own client."""
-
-    abstract = True
-
-
-USER_BASES: dict[str, type[WorkloadUser]] = {
-    "transactional_producer": TransactionalProducerUser,
-    "idempotent_producer": IdempotentProducerUser,
-    "read_committed_consumer": ReadCommittedConsumerUser,
-    "eos_copier": EOSCopierUser,
-    "tv2_producer": Tv2ProducerUser,
-    "tv2_copier": Tv2CopierUser,
-}
+#: The locust user base of each registered kind (built here: the registry imports no locust).
+USER_BASES: dict[str, type[WorkloadUser]] = {k.name: _user_base(k) for k in KINDS}
 
 
 def user_classes(config: Any) -> list[type[WorkloadUser]]:

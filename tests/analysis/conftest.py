@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import pytest
 from pyspark.sql import SparkSession
 
-from txnchaos.analysis.spark import get_session
+from txnchaos.analysis.engine import get_session
 
 
 @pytest.fixture(scope="session")

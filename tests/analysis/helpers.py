@@ -7,8 +7,8 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from txnchaos.analysis.pipeline import analyze
-from txnchaos.analysis.synthetic import Synth, SynthConfig
 from txnchaos.analysis.verdict import Verdict
+from txnchaos_testing.synthetic import Synth, SynthConfig
 
 
 def build(**cfg: object) -> Synth:

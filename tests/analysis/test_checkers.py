@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pyspark.sql import SparkSession
 
-from txnchaos.analysis.synthetic import Synth
+from txnchaos_testing.synthetic import Synth
 
 from .helpers import build, counts, judge
 

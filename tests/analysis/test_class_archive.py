@@ -1,17 +1,20 @@
-"""The class-data-sharing archive of local Spark JVMs: written by one analysis process at its
-exit, checked before it gets its final name, mapped by the next (real JVMs, real Spark)."""
+"""The class-data-sharing archive of local Spark JVMs: built in the background after the first
+analysis (which exits without waiting for it), checked before it gets its final name, mapped by
+the next (real JVMs, real Spark)."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 
-from txnchaos.analysis import class_archive
-from txnchaos.analysis.class_archive import install, plan
+from txnchaos.analysis.engine import class_archive
+from txnchaos.analysis.engine.class_archive import install, plan
 
 from .helpers import build
 
@@ -24,13 +27,19 @@ def archive_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return d
 
 
-def test_a_session_writes_the_archive_until_one_exists(archive_dir: Path) -> None:
+def test_a_session_maps_the_archive_once_one_exists_and_only_a_build_writes_it(
+    archive_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     first = plan()
-    assert first is not None and not first.use
-    assert first.java_options()[0] == f"-XX:ArchiveClassesAtExit={first.temp}"
-    assert first.temp.parent == first.final.parent == archive_dir
-    assert str(os.getpid()) in first.temp.name  # private to this process
-    first.final.write_bytes(b"x")
+    assert first is not None and not first.use and not first.dump
+    assert first.java_options() == []  # an analysis never pays for writing the archive
+    monkeypatch.setattr(class_archive, "_dumping", True)  # what build() sets
+    building = plan()
+    assert building is not None and building.dump
+    assert building.java_options()[0] == f"-XX:ArchiveClassesAtExit={building.temp}"
+    assert building.temp.parent == building.final.parent == archive_dir
+    assert str(os.getpid()) in building.temp.name  # private to this process
+    building.final.write_bytes(b"x")
     second = plan()
     assert second is not None and second.use and second.final == first.final
     assert second.java_options() == [f"-XX:SharedArchiveFile={first.final}"]
@@ -92,26 +101,69 @@ def _analyze(run: Path, env: dict[str, str]) -> str:
     return r.stderr.decode(errors="replace")
 
 
-def test_one_analysis_writes_the_archive_and_the_next_maps_spark_from_it(tmp_path: Path) -> None:
+def _wait_for_build(archive: Path) -> None:
+    """Until the background build has installed ``archive`` and released its lock."""
+    lock = archive.with_name(archive.name + ".build")
+    for _ in range(6000):  # a bound, not a timing assertion: the build ends or fails first
+        if archive.exists() and not lock.exists():
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"no archive at {archive} (build lock there: {lock.exists()})")
+
+
+def test_the_first_analysis_exits_at_once_and_a_background_build_installs_the_archive(
+    tmp_path: Path,
+) -> None:
     run = tmp_path / "run"
     build(seed=3).write(run)
     cds = tmp_path / "cds"
     env = {k: v for k, v in os.environ.items() if k != class_archive.ENV_SWITCH}
     env[class_archive.ENV_DIR] = str(cds)
     env.pop("JAVA_TOOL_OPTIONS", None)
-    said = _analyze(run, env)
-    archives = sorted(p.name for p in cds.iterdir())
-    assert len(archives) == 1 and archives[0].endswith(class_archive.SUFFIX), archives
-    assert "txnchaos: writing an archive of Spark's classes" in said
-    assert "txnchaos: class archive written in" in said
+    said = _analyze(run, env)  # returns once the analysis process (not the build) exited
+    assert "building an archive of Spark's classes in the background" in said, said
     assert "Traceback" not in said and "[warning][cds]" not in said, said
+    # the build starts at that exit and judges a sample in a JVM of its own: nothing yet
+    assert not [p for p in cds.iterdir() if p.name.endswith(class_archive.SUFFIX)]
+    p = planned_archive(cds)
+    _wait_for_build(p)
+    archives = sorted(x.name for x in cds.iterdir())
+    assert archives == [p.name], archives  # installed, its temp file and lock gone
 
     log = tmp_path / "classes.log"
     said = _analyze(run, {**env, "JAVA_TOOL_OPTIONS": f"-Xlog:class+load=info:file={log}"})
-    assert "archive" not in said  # mapped: neither written again nor refused by the JVM
+    assert "archive" not in said  # mapped: neither built again nor refused by the JVM
     lines = log.read_text(encoding="utf-8", errors="replace").splitlines()
     spark_context = [line for line in lines if " org.apache.spark.SparkContext " in line]
     assert spark_context and "shared objects file (top)" in spark_context[0], spark_context
+
+
+def planned_archive(cds: Path) -> Path:
+    """The archive a session plans in ``cds`` (its key: this java, these jars)."""
+    java, jars = class_archive.java_binary(), class_archive.spark_jars()
+    assert java is not None
+    return (
+        cds / f"{class_archive.PREFIX}{class_archive.archive_key(java, jars)}{class_archive.SUFFIX}"
+    )
+
+
+def test_a_sample_keeps_the_run_files_and_the_head_of_the_history(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    build(seed=3).write(run)
+    rows = pq.ParquetFile(run / "history.parquet").metadata.num_rows
+    sample = class_archive.sample_run(run, tmp_path / "sample")
+    assert {p.name for p in run.iterdir() if p.is_file()} == {p.name for p in sample.iterdir()}
+    got = pq.read_table(sample / "history.parquet")
+    assert got.num_rows == min(rows, class_archive.SAMPLE_ROWS)
+    assert got.equals(pq.read_table(run / "history.parquet").slice(0, got.num_rows))
+
+
+def test_one_build_at_a_time(tmp_path: Path) -> None:
+    lock = tmp_path / "a.jsa.build"
+    assert class_archive._take_lock(lock) and lock.read_text() == str(os.getpid())
+    assert not class_archive._take_lock(lock)  # held by a live process
+    lock.write_text("999999999")  # left by a process that is gone
+    assert class_archive._take_lock(lock)
 
 
 def test_the_mode_of_the_last_session_is_reported(tmp_path: Path) -> None:
@@ -120,7 +172,9 @@ def test_the_mode_of_the_last_session_is_reported(tmp_path: Path) -> None:
     assert class_archive.mode() == "off"
     class_archive.after_start(class_archive.Plan(java, final, use=True), object())
     assert class_archive.mode() == "mapped"
-    class_archive.after_start(class_archive.Plan(java, final, use=False), object())  # no proc
+    class_archive.after_start(class_archive.Plan(java, final, use=False), object())
+    assert class_archive.mode() == "missing"
+    class_archive.after_start(class_archive.Plan(java, final, use=False, dump=True), object())
     assert class_archive.mode() == "writing"
     class_archive.after_start(None, object())
 
@@ -137,32 +191,21 @@ def test_archives_live_in_the_virtualenv_or_the_user_cache(
     assert class_archive.archive_dir() == Path.home() / ".cache" / "txnchaos"
 
 
-def test_one_jvm_gets_one_exit_hook(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A session started again after stop() runs in the same JVM: its exit writes one archive,
-    so it is finished (and announced) once."""
+def test_one_process_starts_one_build(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Several analyses in one process without an archive arrange one build at exit, from the
+    last run directory; an analysis that mapped the archive, or is itself a build, none."""
     hooks: list[tuple[object, ...]] = []
     monkeypatch.setattr(class_archive.atexit, "register", lambda *a: hooks.append(a))
-    child = "import sys; print(1, flush=True); sys.stdin.read()"
-    jvm = subprocess.Popen(
-        [sys.executable, "-c", child, "-cp", str(tmp_path)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-    )
+    monkeypatch.setattr(class_archive, "_build_from", [])
+    java, final = Path("/usr/bin/java"), tmp_path / "a.jsa"
     try:
-        # once it prints, it runs its own command line (before, /proc may show the forked
-        # parent's)
-        assert jvm.stdout is not None and jvm.stdout.readline()
-
-        class Gateway:
-            proc = jvm
-
-        p = class_archive.Plan(Path("/usr/bin/java"), tmp_path / "a.jsa", use=False)
-        class_archive.after_start(p, Gateway())
-        class_archive.after_start(p, Gateway())
-        assert len(hooks) == 1 and hooks[0][3] == str(tmp_path)  # (_finish, plan, proc, cp)
+        class_archive.after_start(class_archive.Plan(java, final, use=True), object())
+        assert not class_archive.build_later(tmp_path / "r0")
+        class_archive.after_start(class_archive.Plan(java, final, use=False, dump=True), object())
+        assert not class_archive.build_later(tmp_path / "r0")
+        class_archive.after_start(class_archive.Plan(java, final, use=False), object())
+        assert class_archive.build_later(tmp_path / "r1")
+        assert class_archive.build_later(tmp_path / "r2")
+        assert len(hooks) == 1 and class_archive._build_from == [(tmp_path / "r2").resolve()]
     finally:
-        assert jvm.stdin is not None
-        jvm.stdin.close()
-        jvm.wait(timeout=30)
-        class_archive._finishing.discard(jvm.pid)
         class_archive.after_start(None, object())

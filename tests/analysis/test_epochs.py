@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
-from txnchaos.analysis.synthetic import Synth
 from txnchaos.harness.history.schema import EventType
+from txnchaos_testing.synthetic import Synth
 
 from .helpers import build, counts, judge
 

@@ -8,9 +8,7 @@ import time
 import pytest
 from pyspark.sql import SparkSession
 
-from txnchaos.analysis import pipeline
-from txnchaos.analysis.parallel import run_parallel
-from txnchaos.analysis.projections import shared_property
+from txnchaos.analysis.engine.parallel import run_parallel, shared_property
 
 
 def test_results_come_back_in_order_and_the_first_call_runs_here(spark: SparkSession) -> None:
@@ -53,11 +51,6 @@ def test_an_error_cancels_the_running_jobs_and_is_raised(spark: SparkSession) ->
     with pytest.raises(ValueError, match="checker broke"):
         run_parallel(spark, fail_once_a_job_runs, endless_job)
     assert not tracker.getActiveJobsIds()
-
-
-def test_every_checker_is_judged_once() -> None:
-    judged = [m for group in pipeline.JUDGED for m in group] + list(pipeline.SIDE_CHECKERS)
-    assert sorted(m.NAME for m in judged) == sorted(m.NAME for m in pipeline.CHECKERS)
 
 
 def test_a_shared_property_is_computed_once_when_threads_ask_at_once() -> None:

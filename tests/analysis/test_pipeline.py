@@ -11,9 +11,9 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 
 from txnchaos.analysis import pipeline
-from txnchaos.analysis.synthetic import Synth, SynthConfig
 from txnchaos.harness.history import EventType, HistoryWriter, encode_value
 from txnchaos.harness.history.run_dir import write_run_info
+from txnchaos_testing.synthetic import Synth, SynthConfig
 
 
 def test_main_analyze_writes_verdict_and_report(
@@ -113,5 +113,5 @@ def test_adaptive_execution_is_on_for_the_checkers_only(
     Synth(SynthConfig()).build().write(tmp_path)
     before = spark.conf.get("spark.sql.adaptive.enabled")
     pipeline.analyze(tmp_path, spark=spark, write=False)
-    assert seen == ["true"] * len(pipeline.JUDGED)
+    assert seen == ["true"] * len(pipeline.SCHEDULE.groups)
     assert spark.conf.get("spark.sql.adaptive.enabled") == before == "false"

@@ -9,7 +9,6 @@ import pytest
 from txnchaos.analysis.reference import Item, RunFacts, hanging_transactions, judge
 from txnchaos.analysis.reference.history import ITEM_KEYS, OP_KEYS
 from txnchaos.analysis.reference.indexes import parse_txn
-from txnchaos.analysis.synthetic import Synth, SynthConfig
 from txnchaos.harness.history.schema import (
     ITEM_FIELDS,
     OP_FIELDS,
@@ -17,6 +16,7 @@ from txnchaos.harness.history.schema import (
     Isolation,
     MetricName,
 )
+from txnchaos_testing.synthetic import Synth, SynthConfig
 
 from .history_builder import OC, H, torn_with_unparsed_value
 

@@ -1,9 +1,10 @@
 """Spark and reference checkers agree on generated histories: every anomaly row, whole.
 
-Histories come from the simulator (analysis/synthetic.py) with up to three injected anomalies
-and up to three perturbations of the kinds the injections do not make (commit/abort/send
-outcomes changed, records dropped or returned twice, offsets lost, a poll turned into a seek or
-a restart, read_uncommitted polls, values not in ``writer|txn|index`` form, a send retried).
+Histories come from the simulator (``txnchaos_testing.synthetic``) with up to three injected
+anomalies and up to three perturbations of the kinds the injections do not make
+(commit/abort/send outcomes changed, records dropped or returned twice, offsets lost, a poll
+turned into a seek or a restart, read_uncommitted polls, values not in ``writer|txn|index``
+form, a send retried).
 
 Compared, per checker: the unknown reason, and the multiset of rows ``(checker, kind, time_ns,
 weight, evidence)`` with the whole evidence: the Spark side fills the evidence fields it fills
@@ -25,7 +26,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pyspark.sql import SparkSession
 
-from txnchaos.analysis.synthetic import Synth, SynthConfig
+from txnchaos_testing.synthetic import Synth, SynthConfig
 
 from .history_builder import torn_with_unparsed_value
 from .reference_support import canonical, counts, reference_judgement, spark_judgement

@@ -16,8 +16,8 @@ from txnchaos.analysis.pipeline import analyze
 from txnchaos.analysis.report import render_report
 from txnchaos.analysis.report.charts import OP_COLOURS
 from txnchaos.analysis.report_series import MAX_BUCKETS, quantile_of_bins
-from txnchaos.analysis.synthetic import Synth, SynthConfig
 from txnchaos.analysis.verdict import VALID, CheckerVerdict, Verdict
+from txnchaos_testing.synthetic import Synth, SynthConfig
 
 SEC = 1_000_000_000
 CHARTS = ("faults", "throughput", "latency", "lso", "open-txns", "anomalies")

@@ -8,9 +8,9 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
+from txnchaos.analysis.engine.local_jvm import DEFAULT_OFF_HEAP
 from txnchaos.analysis.load import load_run, prepare_run
 from txnchaos.analysis.projections import Projections
-from txnchaos.analysis.spark import DEFAULT_OFF_HEAP
 from txnchaos.analysis.summary import summarize
 
 from .helpers import build
@@ -29,7 +29,7 @@ def test_projections_are_kept_serialized_and_released(spark: SparkSession, tmp_p
     proj = Projections(data, summarize(data.history))
     sc = spark.sparkContext
     before = set(dict(sc._jsc.getPersistentRDDs()).keys())
-    assert proj.values.filter("n_r > 0").count() > 0
+    assert proj.values.filter("n_reads > 0").count() > 0
     kept = {k: r for k, r in dict(sc._jsc.getPersistentRDDs()).items() if k not in before}
     assert kept, "no projection was materialised"
     for rdd in kept.values():

@@ -97,3 +97,5 @@ def test_transaction_metrics_follow_an_open_transaction(
     text = "\n".join(scrape(n["metrics_port"]) for n in nodes)
     assert "kafka_server_replicamanager_produceridcount " in text
     assert "kafka_server_replicamanager_partitionswithlatetransactionscount 0.0" in text
+    assert "transactionmarkerchannelmanager_unknowndestinationqueuesize 0.0" in text
+    assert "txnchaos_transaction_markers_pending 0.0" in text

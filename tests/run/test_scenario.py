@@ -5,8 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 
-from txnchaos.harness.run.scenario import ScenarioError, load_scenario, parse_scenario
+from txnchaos.harness.run.scenario import (
+    ScenarioError,
+    load_scenario,
+    parse_scenario,
+    scenario_as_run,
+)
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
 
@@ -68,3 +74,18 @@ def test_cluster_cpus() -> None:
     external = {**MINIMAL, "cluster": {"launcher": "external", "cpus": "1"}}
     with pytest.raises(ScenarioError, match="an external cluster's nodes are not the harness's"):
         parse_scenario(external)
+
+
+def test_the_scenario_a_run_keeps_parses_back_to_the_scenario_that_ran() -> None:
+    """scenario.yaml in a run directory: every shipped scenario, with the command line's
+    overrides, gives back exactly the scenario that ran."""
+    root = Path(__file__).resolve().parents[2] / "scenarios"
+    files = sorted(root.rglob("*.yaml"))
+    assert len(files) >= 10
+    for path in files:
+        s = load_scenario(path)
+        assert parse_scenario(yaml.safe_load(scenario_as_run(s, s.seed, s.duration, "local"))) == (
+            s.model_copy(update={"cluster": s.cluster.model_copy(update={"launcher": "local"})})
+        ), path
+        ran = parse_scenario(yaml.safe_load(scenario_as_run(s, 77, 5.5, s.cluster.launcher)))
+        assert (ran.seed, ran.duration) == (77, 5.5)

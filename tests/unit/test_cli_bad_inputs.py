@@ -61,6 +61,7 @@ def make_inputs(tmp: Path) -> dict[str, str]:
     (tmp / "empty").mkdir()
     (tmp / "nonempty").mkdir()
     (tmp / "nonempty" / "x").write_text("x")
+    (tmp / "demo_ran" / "run").mkdir(parents=True)
     layout = tmp / "layout"
     layout.mkdir()
     ClusterLayout.plan(1, 0, []).save(layout)
@@ -90,6 +91,16 @@ def make_inputs(tmp: Path) -> dict[str, str]:
                 '{"time_ns": 1, "name": "m", "value": 1.0}\n{"time_ns": 2, "name": "m"}\n'
             ),
         ),
+        "run_valid_verdict": lambda r: (
+            r.mkdir(),
+            (r / "verdict.json").write_text('{"status": "valid", "checkers": {}}'),
+        ),
+        "run_invalid_no_scenario": lambda r: (
+            r.mkdir(),
+            (r / "verdict.json").write_text(
+                '{"status": "invalid", "checkers": {"aborted_read": {"status": "invalid"}}}'
+            ),
+        ),
         "run_bad_final_state": lambda r: (
             _history(r, [_op(0)]),
             (r / "final_state.json").write_text(
@@ -111,7 +122,7 @@ def make_inputs(tmp: Path) -> dict[str, str]:
     }
     for name, build in runs.items():
         build(tmp / name)
-    names = [*files, "empty", "nonempty", "layout", *runs]
+    names = [*files, "empty", "nonempty", "demo_ran", "layout", *runs]
     return {name: str(tmp / name) for name in names} | {"missing": str(tmp / "missing")}
 
 
@@ -180,6 +191,32 @@ CASES: list[tuple[list[str], str]] = [
     (["fuzz", "--replay", "{missing}"], "{missing}"),
     (["fuzz", "--replay", "{binary}"], "{binary}"),
     (["fuzz", "--bootstrap", "nohostport"], "--bootstrap"),
+    # txnchaos repro
+    (["repro", "no-such-bug"], "no reproduction named 'no-such-bug'"),
+    (["repro", "producer-state-expiry", "--config", "nope"], "no configuration 'nope'"),
+    (["repro", "producer-state-expiry", "--tv", "3"], "--tv"),
+    (["repro", "list", "--catalogue", "{missing}"], "{missing}"),
+    (["repro", "producer-state-expiry", "--bootstrap", "x"], "--bootstrap"),
+    (["repro", "producer-state-expiry", "--bootstrap", "h:1", "--tv", "1"], "--tv"),
+    (["repro", "producer-state-expiry", "--out", "{binary}"], "{binary}"),
+    # txnchaos shrink
+    (["shrink", "{missing}"], "not a run directory"),
+    (["shrink", "{run_valid_verdict}"], "is not an invalid run"),
+    (["shrink", "{run_bad_info}"], "verdict.json"),
+    (["shrink", "{run_invalid_no_scenario}"], "--scenario FILE"),
+    (["shrink", "{run_invalid_no_scenario}", "--budget", "0"], "--budget"),
+    (["shrink", "{run_invalid_no_scenario}", "--scenario", "{binary}"], "{binary}"),
+    # txnchaos nightly
+    (["nightly", SMOKE], "--runs N and --budget"),
+    (["nightly", SMOKE, "--runs", "2", "--budget", "1h"], "--runs N and --budget"),
+    (["nightly", SMOKE, "--runs", "0"], "--runs"),
+    (["nightly", SMOKE, "--budget", "soon"], "--budget"),
+    (["nightly", SMOKE, "--budget", "5s"], "shorter than one run"),
+    (["nightly", "{missing}", "--runs", "1"], "{missing}"),
+    (["nightly", "{binary}", "--runs", "1"], "{binary}"),
+    (["nightly", "{late_fault}", "--runs", "1"], "{late_fault}"),
+    (["nightly", SMOKE, "--runs", "1", "--launcher", "external"], "--bootstrap"),
+    (["nightly", SMOKE, "--runs", "1", "--out", "{binary}"], "--out"),
     (["cluster", "features", "--state", "{missing}"], "{missing}"),
     (["cluster", "features", "--state", "{missing}", "--set", "noequals"], "'noequals'"),
     (["cluster", "down", "--state", "{empty}"], "--state"),
@@ -215,6 +252,81 @@ CASES: list[tuple[list[str], str]] = [
     (["demo", "--transactions", "0"], "--transactions"),
     (["demo", "--partitions", "0"], "--partitions"),
     (["demo", "--data-dir", "{binary}"], "--data-dir"),
+    (["demo", "--data-dir", "{demo_ran}"], "already holds a demo run"),
+    # txnchaos transactions (KIP-664); 127.0.0.1:1 refuses connections: unreachable
+    (["transactions", "list"], "--bootstrap HOST:PORT or --state FILE"),
+    (["transactions", "list", "--bootstrap", "nohostport"], "--bootstrap"),
+    (["transactions", "list", "--bootstrap", "127.0.0.1:1"], "cluster not reachable"),
+    (["transactions", "list", "--state", "{missing}"], "{missing}"),
+    (["transactions", "list", "--state", "{binary}"], "{binary}"),
+    (["transactions", "list", "--bootstrap", "h:1", "--state", "{missing}"], "either"),
+    (["transactions", "list", "--bootstrap", "h:1", "--broker", "-1"], "--broker"),
+    (["transactions", "list", "--bootstrap", "h:1", "--duration-filter", "x"], "--duration"),
+    (["transactions", "describe", "--bootstrap", "h:1"], "--transactional-id"),
+    (
+        ["transactions", "describe", "--bootstrap", "127.0.0.1:1", "--transactional-id", "x"],
+        "cluster not reachable",
+    ),
+    (["transactions", "describe-producers", "--bootstrap", "h:1", "--partition", "0"], "--topic"),
+    (
+        ["transactions", "describe-producers", "--bootstrap", "h:1", "--topic", "t"],
+        "--partition",
+    ),
+    (
+        ["transactions", "describe-producers", "--topic", "t", "--partition", "x"],
+        "--partition",
+    ),
+    (["transactions", "find-hanging", "--bootstrap", "h:1"], "--topic or --broker"),
+    (
+        ["transactions", "find-hanging", "--bootstrap", "h:1", "--broker", "1", "--partition", "0"],
+        "--partition needs --topic",
+    ),
+    (
+        ["transactions", "find-hanging", "--topic", "t", "--max-transaction-timeout", "-1"],
+        "--max-transaction-timeout",
+    ),
+    (
+        ["transactions", "find-hanging", "--bootstrap", "127.0.0.1:1", "--topic", "t"],
+        "cluster not reachable",
+    ),
+    (["transactions", "abort", "--bootstrap", "h:1", "--topic", "t", "--partition", "0"], "give"),
+    (
+        ["transactions", "abort", "--topic", "t", "--partition", "0", "--start-offset", "-5"],
+        "--start-offset",
+    ),
+    (
+        [
+            "transactions",
+            "abort",
+            "--bootstrap",
+            "h:1",
+            "--topic",
+            "t",
+            "--partition",
+            "0",
+            "--start-offset",
+            "5",
+            "--producer-id",
+            "7",
+        ],
+        "excludes",
+    ),
+    (
+        [
+            "transactions",
+            "abort",
+            "--bootstrap",
+            "h:1",
+            "--topic",
+            "t",
+            "--partition",
+            "0",
+            "--producer-id",
+            "7",
+        ],
+        "go together",
+    ),
+    (["transactions", "explode"], "explode"),
     # the command itself
     (["moonwalk"], "moonwalk"),
 ]

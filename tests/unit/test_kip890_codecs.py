@@ -191,3 +191,42 @@ def test_hand_written_add_partitions_response_matches_kio(version: int, results:
     body = verify_codecs.add_partitions_to_txn_response(0, results)
     fast = encode_response(9, EncodedResponse(24, version, body, ()))
     assert fast == encode_response(9, entity)
+
+
+PRODUCE_TOPICS = [
+    {
+        "name": "t",
+        "partition_data": [
+            {"index": 0, "records": b"\x01" * 70},
+            {"index": 5, "records": b"\x02" * 200},
+            {"index": 2, "records": None},
+        ],
+    },
+    {"name": "other", "partition_data": [{"index": 1, "records": b""}]},
+]
+
+
+@pytest.mark.parametrize("version", [9, 10, 11, 12])
+@pytest.mark.parametrize("txn_id", ["tx-1", None])
+def test_hand_written_produce_request_matches_kio(version: int, txn_id: str | None) -> None:
+    request = make(
+        request_class(0, version),
+        transactional_id=txn_id,
+        acks=-1,
+        timeout=30_000,
+        topic_data=PRODUCE_TOPICS,
+    )
+    assert encode_request(3, request, "c") == encode_request_with_kio(3, request, "c")
+
+
+@pytest.mark.parametrize("version", [3, 4, 5])
+@pytest.mark.parametrize("committed", [True, False])
+def test_hand_written_end_txn_request_matches_kio(version: int, committed: bool) -> None:
+    request = make(
+        request_class(26, version),
+        transactional_id="tx-1",
+        producer_id=2**40 + 7,
+        producer_epoch=32766,
+        committed=committed,
+    )
+    assert encode_request(3, request, "c") == encode_request_with_kio(3, request, "c")

@@ -1,5 +1,6 @@
-"""PartitionsWithLateTransactionsCount counts partitions whose oldest open transaction
-has been silent longer than transaction.max.timeout.ms + 5 minutes (KIP-664)."""
+"""PartitionsWithLateTransactionsCount counts partitions with an open transaction that
+has run longer than transaction.max.timeout.ms + 5 minutes (KIP-664), the padding
+configurable."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from txnchaos.cluster.metrics import LATE_TRANSACTION_GRACE_MS, PartitionGauges
 class FakePartition:
     topic: str
     index: int
-    oldest_open_transaction_last_timestamp_ms: int
+    longest_open_transaction_start_ms: int
     log_end_offset: int = 10
     log_start_offset: int = 0
     size_bytes: int = 100
@@ -21,8 +22,10 @@ class FakePartition:
     producer_count: int = 2
 
 
-def _gauges(partitions: list[FakePartition], now_ms: int) -> dict[str, list]:
-    g = PartitionGauges(lambda: partitions, 60_000, clock_ms=lambda: now_ms)
+def _gauges(
+    partitions: list[FakePartition], now_ms: int, padding_ms: int = LATE_TRANSACTION_GRACE_MS
+) -> dict[str, list]:
+    g = PartitionGauges(lambda: partitions, 60_000, padding_ms, clock_ms=lambda: now_ms)
     return {m.name: m.samples for m in g.collect()}
 
 
@@ -43,3 +46,11 @@ def test_late_transactions_are_counted_after_the_grace_period() -> None:
         for s in samples["kafka_cluster_partition_laststableoffsetlag"]
     }
     assert lags == {"0": 6, "1": 6, "2": 6}
+
+
+def test_the_padding_is_configurable() -> None:
+    now = 10_000_000
+    parts = [FakePartition("t", 0, now - 60_000 - 1_001)]
+    late = "kafka_server_replicamanager_partitionswithlatetransactionscount"
+    assert _gauges(parts, now)[late][0].value == 0  # within max + 5 minutes
+    assert _gauges(parts, now, padding_ms=1_000)[late][0].value == 1

@@ -185,3 +185,17 @@ def test_corrupt_snapshot_falls_back_to_older(tmp_path: Path) -> None:
     assert fresh.load_snapshot(10) == 1
     assert fresh.last_entry(1).last_seq == 0  # type: ignore[union-attr]
     assert not newest.exists()
+
+
+def test_expiration_bug_forgets_an_open_transaction_and_its_marker_ends_nothing(
+    h: Harness,
+) -> None:
+    """``txnchaos.bug.producer.expiry.ignores.open.transactions`` (KAFKA-9144): the
+    open producer is expired; its marker then ends no transaction and the first
+    unstable offset (the LSO) stays where the transaction began."""
+    h.psm.producer_id_expiration_ms = 1000
+    h.psm.expire_open_transactions = True
+    h.send(hdr(0, pid=2, ts=1000, txn=True))
+    assert h.psm.remove_expired(now_ms=2000) == [2]
+    assert h.psm.complete_txn(2, 0, True, 0, offset=5, timestamp=3000) is None
+    assert h.psm.first_unstable_offset() == 0

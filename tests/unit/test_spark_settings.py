@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from txnchaos.analysis.spark import (
+from txnchaos.analysis.engine.local_jvm import (
     DEFAULT_OFF_HEAP,
     DRIVER_SIDE_CLASSES,
     QUICK_JIT_ROWS,
@@ -19,6 +19,7 @@ from txnchaos.analysis.spark import (
     local_shuffle_partitions,
     off_heap_size,
 )
+from txnchaos.analysis.engine.session import COMMON_CONF, session_conf
 
 
 def test_short_jobs_use_the_quick_jit_and_long_ones_the_optimising_one(
@@ -112,3 +113,41 @@ def test_the_jvm_accepts_the_directives() -> None:
 )
 def test_local_shuffle_partitions(rows: int, cores: int, partitions: int) -> None:
     assert local_shuffle_partitions(rows, cores) == partitions
+
+
+LOCAL_ONLY = (
+    "spark.driver.host",
+    "spark.driver.bindAddress",
+    "spark.driver.extraJavaOptions",
+    "spark.driver.memory",
+    "spark.memory.offHeap.enabled",
+    "spark.memory.offHeap.size",
+    "spark.sql.shuffle.partitions",
+    "spark.default.parallelism",
+    "spark.shuffle.compress",
+    "spark.sql.windowExec.buffer.in.memory.threshold",
+)
+
+
+@pytest.mark.parametrize("master", ["spark://10.1.2.3:7077", "yarn", "k8s://https://h:443"])
+def test_a_remote_master_gets_no_local_jvm_tuning(master: str) -> None:
+    """JIT, GC, heap, off-heap, loopback binding and partitions assume one machine: a cluster
+    keeps its own (and the class archive's options, even when given, are not applied)."""
+    conf = session_conf(master, 10_434_991, ["-XX:SharedArchiveFile=/x.jsa"])
+    assert conf == COMMON_CONF
+    assert not set(LOCAL_ONLY) & set(conf)
+    assert "SharedArchiveFile" not in " ".join(conf.values())
+
+
+def test_a_local_master_gets_the_local_jvm_tuning(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("TXNCHAOS_SPARK_JIT", raising=False)
+    monkeypatch.delenv("TXNCHAOS_SPARK_OFFHEAP", raising=False)
+    conf = session_conf("local[2]", 1_000, ["-XX:SharedArchiveFile=/x.jsa"])
+    assert set(LOCAL_ONLY) <= set(conf)
+    java = conf["spark.driver.extraJavaOptions"].split()
+    assert "-XX:+UseParallelGC" in java and "-XX:TieredStopAtLevel=1" in java
+    assert java[-1] == "-XX:SharedArchiveFile=/x.jsa"
+    assert conf["spark.driver.host"] == "127.0.0.1"
+    assert conf["spark.sql.shuffle.partitions"] == "2"
+    assert conf["spark.memory.offHeap.size"] == DEFAULT_OFF_HEAP
+    assert {k: conf[k] for k in COMMON_CONF} == COMMON_CONF

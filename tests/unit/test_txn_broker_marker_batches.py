@@ -211,7 +211,7 @@ def test_api_writes_each_partitions_markers_together_and_answers_in_request_orde
         },
     )
     writes = _count_pwrites(monkeypatch)
-    ctx = RequestContext(27, 1, 1, "c", "127.0.0.1:1", 1)
+    ctx = RequestContext(27, 1, 1, "txnchaos-node-1", "127.0.0.1:1", 1)  # a coordinator
     response = asyncio.run(api.handle(ctx, request))
     assert len(writes) == 2  # one per partition
     got = [

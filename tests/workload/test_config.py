@@ -6,13 +6,10 @@ from typing import Any
 
 import pytest
 
-from txnchaos.harness.workload.config import (
-    EOSCopierSpec,
-    ReadCommittedConsumerSpec,
-    TransactionalProducerSpec,
-    WorkloadConfigError,
-    load_workload,
-)
+from txnchaos.harness.workload.config import WorkloadConfigError, load_workload
+from txnchaos.harness.workload.kinds.eos_copier import EOSCopierSpec
+from txnchaos.harness.workload.kinds.read_committed_consumer import ReadCommittedConsumerSpec
+from txnchaos.harness.workload.kinds.transactional_producer import TransactionalProducerSpec
 
 
 def base(**users: Any) -> dict[str, Any]:

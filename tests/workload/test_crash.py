@@ -13,8 +13,9 @@ from txnchaos.harness.history import decode_value
 from txnchaos.harness.workload.config import load_workload
 from txnchaos.harness.workload.crash import CrashableClient
 from txnchaos.harness.workload.final_read import final_read, list_ends
+from txnchaos.harness.workload.kinds.idempotent_producer import IdempotentProducerWorker
 from txnchaos.harness.workload.topics import ensure_topics
-from txnchaos.harness.workload.workers import IdempotentProducerWorker, WorkerContext
+from txnchaos.harness.workload.workers import WorkerContext
 
 from .helpers import compacted, jsonl_lines
 

@@ -17,12 +17,9 @@ from confluent_kafka import KafkaError
 from txnchaos.harness.history import decode_value
 from txnchaos.harness.workload.clients import GeventExecutor, send_outcome
 from txnchaos.harness.workload.config import load_workload
-from txnchaos.harness.workload.workers import (
-    IdempotentProducerWorker,
-    NameAllocator,
-    TransactionalProducerWorker,
-    WorkerContext,
-)
+from txnchaos.harness.workload.kinds.idempotent_producer import IdempotentProducerWorker
+from txnchaos.harness.workload.kinds.transactional_producer import TransactionalProducerWorker
+from txnchaos.harness.workload.workers import NameAllocator, WorkerContext
 
 from .fakes import FakeProducer, kerr
 from .helpers import compacted, jsonl_lines

@@ -1,7 +1,7 @@
-"""The tv2_producer / tv2_copier user kinds are registered everywhere a kind is looked up:
-the workload config, the workers, the scenario's crash-fault checks and the nemesis's crash
-targets (the locust user bases are checked in a subprocess: importing locust patches the
-process with gevent)."""
+"""The tv2_producer / tv2_copier user kinds reach everywhere a kind is looked up: the workload
+config, the workers, the scenario's crash-fault checks and the nemesis's crash targets (the
+locust user bases are checked in a subprocess: importing locust patches the process with
+gevent)."""
 
 from __future__ import annotations
 
@@ -10,16 +10,11 @@ import sys
 
 import pytest
 
-from txnchaos.harness.nemesis.executor import _CRASH_TARGETS
 from txnchaos.harness.run.scenario import parse_scenario
-from txnchaos.harness.workload.config import (
-    KIND_PREFIX,
-    Tv2CopierSpec,
-    Tv2ProducerSpec,
-    WorkloadConfigError,
-    load_workload,
-)
-from txnchaos.harness.workload.workers import WORKERS, Tv2CopierWorker, Tv2ProducerWorker
+from txnchaos.harness.workload.config import WorkloadConfigError, load_workload
+from txnchaos.harness.workload.kinds.registry import crash_targets, user_kind
+from txnchaos.harness.workload.kinds.tv2_copier import Tv2CopierSpec, Tv2CopierWorker
+from txnchaos.harness.workload.kinds.tv2_producer import Tv2ProducerSpec, Tv2ProducerWorker
 
 WORKLOAD = {
     "topics": [{"name": "events", "partitions": 4}, {"name": "copies", "partitions": 2}],
@@ -35,9 +30,9 @@ def test_config_and_workers() -> None:
     producer, copier = cfg.users
     assert isinstance(producer, Tv2ProducerSpec) and producer.transaction_version == 0
     assert isinstance(copier, Tv2CopierSpec) and copier.transaction_version is None
-    assert cfg.process_prefix(producer) == KIND_PREFIX["tv2_producer"] == "tv2-producer"
-    assert WORKERS["tv2_producer"] is Tv2ProducerWorker
-    assert WORKERS["tv2_copier"] is Tv2CopierWorker
+    assert cfg.process_prefix(producer) == user_kind("tv2_producer").prefix == "tv2-producer"
+    assert user_kind("tv2_producer").worker is Tv2ProducerWorker
+    assert user_kind("tv2_copier").worker is Tv2CopierWorker
     bad = {
         **WORKLOAD,
         "users": [{"kind": "tv2_producer", "topics": ["events"]} | {"transaction_version": 3}],
@@ -60,8 +55,8 @@ def test_crash_faults_accept_the_new_kinds() -> None:
         }
     )
     assert {u.kind for u in scenario.workload.users} == {"tv2_producer", "tv2_copier"}
-    assert ("tv2_producer", "before-commit") in _CRASH_TARGETS["crash_producer"]
-    assert ("tv2_copier", "in-poll") in _CRASH_TARGETS["crash_consumer"]
+    assert ("tv2_producer", "before-commit") in crash_targets("crash_producer")
+    assert ("tv2_copier", "in-poll") in crash_targets("crash_consumer")
 
 
 def test_locust_user_classes() -> None:

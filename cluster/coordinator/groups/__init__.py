@@ -1,6 +1,6 @@
 """Classic consumer-group coordination (JoinGroup/SyncGroup/Heartbeat/LeaveGroup) and
 committed offsets (OffsetCommit/OffsetFetch), with pending transactional offsets
-ready for TxnOffsetCommit. See ``coordinator.py`` for the state machine."""
+ready for TxnOffsetCommit. See ``rebalance.py`` for the state machine."""
 
 from .config import GroupConfig
 from .coordinator import FetchedOffset, GroupCoordinator, GroupSummary, StorageError

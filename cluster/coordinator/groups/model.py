@@ -1,7 +1,7 @@
 """In-memory model of classic consumer groups: members, groups, committed offsets.
 
 These are plain data holders with small helpers; every state transition lives in
-``coordinator.py`` so the rules can be read in one place.
+the coordinator's modules (``rebalance.py``, ``membership.py``, ``offsets.py``).
 """
 
 from __future__ import annotations

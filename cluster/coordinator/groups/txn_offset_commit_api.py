@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from kio.schema.errors import ErrorCode as E
 
 from ...server.dispatch import RequestContext
-from .coordinator import StorageError
+from .core import StorageError
 from .offset_commit_shape import OffsetEntry, commit_entries, partition_errors
 from .txn_offset_verification import TxnOffsetVerification
 
@@ -176,7 +176,7 @@ def group_marker_sink(
         producer_id: int, producer_epoch: int, commit: bool, partitions: list[int]
     ) -> dict[int, int]:
         if verification is not None:
-            verification.marker(producer_id, partitions)
+            verification.marker(producer_id, producer_epoch, partitions)
         return apply_offsets_marker(coordinator, producer_id, commit, partitions)
 
     return sink

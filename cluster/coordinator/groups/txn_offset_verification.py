@@ -4,10 +4,10 @@ transaction added the group's ``__consumer_offsets`` partition (part 1: old clie
 sent AddOffsetsToTxn), or has the coordinator add it (part 2: TxnOffsetCommit v5 on
 a TV2 cluster), as a broker does for a Produce (``broker.txn_verification``).
 
-The same guard as on a data partition closes the marker race: a marker for the
-producer that reaches the offsets partition while the verification is on the wire
-invalidates it, and the commit is refused instead of leaving pending offsets of a
-finished transaction behind.
+The same guard and rule as on a data partition (``broker.verification_state``) close
+the marker race: a marker that reaches the offsets partition while the verification is
+on the wire and may end the verified transaction invalidates it, and the commit is
+refused instead of leaving pending offsets of a finished transaction behind.
 
 Errors follow the seed's TxnOffsetCommit mapping: INVALID_TXN_STATE,
 INVALID_PRODUCER_ID_MAPPING (and INVALID_PRODUCER_EPOCH) as they are; every retriable
@@ -83,28 +83,26 @@ class TxnOffsetVerification:
         now_ms = int(self._clock() * 1000)
         if len(state) > MAX_KEPT:
             state.expire(now_ms, EXPIRY_MS)  # verifications whose commit never came
-        guard = state.start(producer_id, producer_epoch, now_ms)
+        add = self.implicit_add(version)
+        guard = state.start(producer_id, producer_epoch, now_ms, epoch_bump=add)
         failed = await self.verifier.verify(
             transactional_id,
             producer_id,
             producer_epoch,
             [(GROUP_TOPIC, partition)],
-            verify_only=not self.implicit_add(version),
+            verify_only=not add,
             generic_errors=version >= GENERIC_ERRORS_VERSION,
         )
         if failed:
             return offsets_commit_error(next(iter(failed.values())))
-        # A marker that came meanwhile ended the verified transaction; after an implicit add
-        # (TV2) it can only be the previous one's (the coordinator refuses the add until that
-        # one's markers are written), and the epoch bump fences anything older
-        if not self.implicit_add(version) and not state.verified(producer_id, guard):
-            return INVALID_TXN_STATE
+        if not state.verified(producer_id, guard):
+            return INVALID_TXN_STATE  # a marker ended the verified transaction meanwhile
         state.clear(producer_id)
         return 0
 
-    def marker(self, producer_id: int, partitions: Iterable[int]) -> None:
-        """A marker for the producer reached these offsets partitions."""
+    def marker(self, producer_id: int, producer_epoch: int, partitions: Iterable[int]) -> None:
+        """A marker of the producer at ``producer_epoch`` reached these offsets partitions."""
         for p in partitions:
             state = self._states.get(p)
             if state is not None:
-                state.clear(producer_id)
+                state.marker(producer_id, producer_epoch)

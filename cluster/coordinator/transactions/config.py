@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ...bugs import BUG_SWITCHES, NO_BUGS, BugSwitches
+
 
 @dataclass(frozen=True, slots=True)
 class TxnConfig:
@@ -42,6 +44,7 @@ class TxnConfig:
     fsync: bool = False
     compact_min_bytes: int = 16 * 1024 * 1024
     concurrent_wait_ms: int = 100
+    bugs: BugSwitches = NO_BUGS  # txnchaos.bug.* switches (cluster/bugs.py)
 
     @classmethod
     def from_settings(cls, settings: Any, **overrides: Any) -> TxnConfig:
@@ -67,6 +70,7 @@ class TxnConfig:
                 "transaction.remove.expired.transaction.cleanup.interval.ms", 3_600_000
             ),
             "concurrent_wait_ms": get("txnchaos.transaction.concurrent.wait.ms", 100),
+            "bugs": BugSwitches(**{b.field: bool(get(b.setting, False)) for b in BUG_SWITCHES}),
         }
         values.update(overrides)
         return cls(**values)

@@ -48,6 +48,7 @@ from kio.schema.errors import ErrorCode as E
 
 from ...storage.state_log import Record, StateLog
 from ..groups.hashing import partition_for
+from ..partition_lifecycle import PartitionLifecycle
 from . import store
 from .config import TxnConfig
 from .marker_sender import (
@@ -205,9 +206,8 @@ class TransactionCoordinator:
         transaction_version: Callable[[], int] | None = None,
     ) -> None:
         self.config = config or TxnConfig()
-        if self.config.num_partitions <= 0:
-            raise ValueError("num_partitions must be positive")
-        self.data_dir = Path(data_dir)
+        self._partitions = PartitionLifecycle(data_dir, self.config.num_partitions, self._open_log)
+        self.data_dir = self._partitions.data_dir
         self.producer_ids = producer_ids
         self.partition_exists = partition_exists
         self.clock_ms = clock_ms
@@ -223,10 +223,7 @@ class TransactionCoordinator:
         )
         self.counters = TxnCounters()
         self._txns: dict[str, TransactionMetadata] = {}
-        self._logs: dict[int, StateLog] = {}
         self._epochs: dict[int, int] = {}
-        self._loaded: set[int] = set()
-        self._loading: set[int] = set()
         self._inflight: dict[str, _Inflight] = {}
         self._unwritten_completions: set[str] = set()
         # requests held until a completing transaction settles (``wait_if_completing``)
@@ -251,57 +248,43 @@ class TransactionCoordinator:
         return p
 
     def owns(self, transactional_id: str) -> bool:
-        return self.partition_for(transactional_id) in self._loaded
+        return self._partitions.is_loaded(self.partition_for(transactional_id))
 
     @property
     def loaded_partitions(self) -> frozenset[int]:
-        return frozenset(self._loaded)
+        return self._partitions.loaded
 
     def coordinator_epoch(self, partition: int) -> int | None:
-        return self._epochs.get(partition) if partition in self._loaded else None
+        return self._epochs.get(partition) if self._partitions.is_loaded(partition) else None
 
     def coordinator_error(self, transactional_id: str) -> int:
         """NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS / NONE for this id here."""
-        p = self.partition_for(transactional_id)
-        if p in self._loading:
-            return int(E.coordinator_load_in_progress)
-        if p not in self._loaded:
-            return int(E.not_coordinator)
-        return NONE
+        return self._partitions.error(self.partition_for(transactional_id))
+
+    def _open_log(self, data_dir: Path, partition: int) -> StateLog:
+        return store.open_log(
+            data_dir,
+            partition,
+            fsync=self.config.fsync,
+            compact_min_bytes=self.config.compact_min_bytes,
+        )
 
     def load_partition(self, partition: int, coordinator_epoch: int | None = None) -> None:
         """Become coordinator for one internal partition: replay its log, bump and persist
         its coordinator epoch (at least ``coordinator_epoch`` if given), then resume the
         markers of every transaction found in PrepareCommit/PrepareAbort."""
-        if partition in self._loaded:
+        if not self._partitions.load(
+            partition, lambda slog: self._restore(partition, slog, coordinator_epoch)
+        ):
             return
-        if not 0 <= partition < self.num_partitions:
-            raise ValueError(f"partition {partition} out of range")
-        self._loading.add(partition)
-        try:
-            self.data_dir.mkdir(parents=True, exist_ok=True)
-            slog = store.open_log(
-                self.data_dir,
-                partition,
-                fsync=self.config.fsync,
-                compact_min_bytes=self.config.compact_min_bytes,
-            )
-            loaded = store.replay(slog)
-            epoch = max(loaded.coordinator_epoch + 1, coordinator_epoch or 0)
-            slog.append(store.epoch_record(epoch))
-            self._logs[partition] = slog
-            self._epochs[partition] = epoch
-            for txn_id, transit in loaded.transactions.items():
-                if transit.state not in RESTING_STATES:
-                    log.error("%s: ignoring persisted state %s", txn_id, transit.state.value)
-                    continue
-                self._txns[txn_id] = TransactionMetadata.restore(txn_id, transit)
-        finally:
-            self._loading.discard(partition)
-        self._loaded.add(partition)
+        epoch = self._epochs[partition]
         resumed = 0
         for txn_id, md in list(self._txns.items()):
-            if self.partition_for(txn_id) == partition and md.state.is_prepare:
+            if (
+                self.partition_for(txn_id) == partition
+                and md.state.is_prepare
+                and not self.config.bugs.coordinator_load_skips_pending_markers
+            ):
                 self._start_markers(md)
                 resumed += 1
         log.info(
@@ -312,25 +295,33 @@ class TransactionCoordinator:
             resumed,
         )
 
+    def _restore(self, partition: int, slog: StateLog, coordinator_epoch: int | None) -> None:
+        loaded = store.replay(slog)
+        epoch = max(loaded.coordinator_epoch + 1, coordinator_epoch or 0)
+        slog.append(store.epoch_record(epoch))
+        self._epochs[partition] = epoch
+        for txn_id, transit in loaded.transactions.items():
+            if transit.state not in RESTING_STATES:
+                log.error("%s: ignoring persisted state %s", txn_id, transit.state.value)
+                continue
+            self._txns[txn_id] = TransactionMetadata.restore(txn_id, transit)
+
     def unload_partition(self, partition: int) -> None:
         """Stop serving a partition: forget its ids and stop sending their markers."""
-        if partition not in self._loaded:
-            return
-        self._loaded.discard(partition)
+        self._partitions.unload(partition, lambda: self._forget_partition(partition))
+
+    def _forget_partition(self, partition: int) -> None:
         self.markers.cancel_txn_partition(partition)
         for txn_id in [t for t in self._txns if self.partition_for(t) == partition]:
             del self._txns[txn_id]
             self._inflight.pop(txn_id, None)
             self._unwritten_completions.discard(txn_id)
         self._epochs.pop(partition, None)
-        slog = self._logs.pop(partition, None)
-        if slog is not None:
-            slog.close()
 
     async def start(self, partitions: Iterable[int] | None = None) -> None:
         """Load partitions (all unless told otherwise), start the marker sender and the
         periodic tasks whose intervals are non-zero."""
-        for p in range(self.num_partitions) if partitions is None else partitions:
+        for p in self._partitions.requested(partitions):
             self.load_partition(p)
         self.markers.start()
         if self.config.abort_timed_out_interval_ms > 0:
@@ -361,7 +352,7 @@ class TransactionCoordinator:
                 await task
         self._tasks.clear()
         await self.markers.stop()
-        for p in sorted(self._loaded):
+        for p in sorted(self.loaded_partitions):
             self.unload_partition(p)
 
     async def _periodic(self, interval_ms: int, step: Callable[[], Any]) -> None:
@@ -392,7 +383,7 @@ class TransactionCoordinator:
     # ------------------------------------------------------------------ persistence
 
     def _append(self, txn_id: str, records: list[Record]) -> bool:
-        slog = self._logs.get(self.partition_for(txn_id))
+        slog = self._partitions.log(self.partition_for(txn_id))
         if slog is None:
             return False
         try:
@@ -404,7 +395,7 @@ class TransactionCoordinator:
         return True
 
     def _maybe_compact(self, partition: int) -> None:
-        slog = self._logs.get(partition)
+        slog = self._partitions.log(partition)
         if slog is None or not slog.needs_compaction():
             return
         live = {
@@ -800,7 +791,7 @@ class TransactionCoordinator:
         if (
             inflight is None
             or md is None
-            or p not in self._loaded
+            or not self._partitions.is_loaded(p)
             or self._epochs.get(p) != inflight.spec.coordinator_epoch
             or not md.state.is_prepare
         ):
@@ -898,6 +889,7 @@ class TransactionCoordinator:
                 or md.pending_transition_in_progress
                 or md.two_phase_commit
                 or md.txn_start_ms + md.txn_timeout_ms >= now
+                or self.config.bugs.transaction_timeout_never_fires
             ):
                 continue
             if md.producer_epoch >= MAX_EPOCH:
@@ -985,7 +977,7 @@ class TransactionCoordinator:
     ) -> ListResult:
         """ListTransactions (KIP-664): ids in loaded partitions, filtered by state names,
         producer ids and (v1+) a minimum running time."""
-        if self._loading:
+        if self._partitions.any_loading:
             return ListResult(int(E.coordinator_load_in_progress))
         state_names = list(states)
         wanted_states = {s for s in (S.from_name(n) for n in state_names) if s is not None}

@@ -226,6 +226,10 @@ class PeerMarkerTransport:
             await conn.close()
 
 
+#: The backoff reasons of a marker whose partition has no known leader.
+_NO_ROUTE = frozenset({"no leader", "unknown partition"})
+
+
 @dataclass(slots=True, eq=False)
 class _Unit:
     spec: MarkerSpec
@@ -316,6 +320,17 @@ class MarkerSender:
     @property
     def idle(self) -> bool:
         return not self._units and not self._tasks and not self._in_flight
+
+    @property
+    def queued(self) -> int:
+        """Markers not written yet (queued, backing off or in flight)."""
+        return len(self._units)
+
+    @property
+    def unknown_destination(self) -> int:
+        """Markers waiting for their partition's leader to be known (Kafka's
+        TransactionMarkerChannelManager UnknownDestinationQueueSize)."""
+        return sum(1 for u in self._units.values() if u.node is None and u.last_error in _NO_ROUTE)
 
     # ------------------------------------------------------------------ dispatch
 

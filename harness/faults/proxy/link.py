@@ -11,6 +11,9 @@ chunks and runs them through a :class:`FrameSplitter`:
   only those responses are captured, decoded and re-encoded;
 * frame rules on the link: every frame is captured whole and matched against the
   rules; the body is decoded only if a rule selects by transactional id/producer id.
+  The rules that apply to a frame act on it through a :class:`Request` (or
+  :class:`Response`): each rule kind's module says what it does (drop, hold, copy,
+  wait); the link forwards what they leave it.
 
 Ordering. Whole frames are written with a single ``write`` call and a pump that is
 streaming a PASSed frame defers other writers (timers, other connections) until that
@@ -30,14 +33,16 @@ import socket
 import struct
 import time
 from collections import deque
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .apis import NO_TARGETS, PRODUCE, Targets, api_name, produce_acks, request_targets
 from .framing import REQUEST_HEAD, RESPONSE_HEAD, Action
 from .pump import Pump, Side
 from .rewrite import REWRITE_APIS, Resolve, rewrite_response
 from .rules import NO_FAULTS, LinkPolicy, RuleState
+from .rules.runtime import HeldFrame
 
 if TYPE_CHECKING:
     from .server import ProxyFleet
@@ -102,22 +107,145 @@ class Inflight:
     api_version: int
     targets: Targets | None = None
     rewrite: bool = False
-    swallow: OpenFault | None = None  # drop_response
-    private: OpenFault | None = None  # a duplicate's copy: swallow the response
+    swallow: OpenFault | None = None  # the response is not delivered; this fault closes
+    swallow_note: dict[str, Any] | None = None  # added to the fault's params when it closes
 
 
-@dataclass(eq=False)
-class HeldFrame:
-    """A request held by a reorder rule."""
+class ParkedFrame(HeldFrame, Protocol):
+    """A held request its connection must settle if it closes first."""
 
-    conn: ProxiedConnection
-    frame: bytes
-    duplicates: int
-    fault: OpenFault
-    dup_target: dict[str, Any]
-    dup_params: dict[str, Any]
-    timer: asyncio.TimerHandle | None = None
-    released: bool = False
+    def abandon(self, outcome: str) -> None: ...
+
+
+class Request:
+    """A request frame on its way upstream: what the rules applying to it act through."""
+
+    __slots__ = ("_after", "api_key", "conn", "corr", "frame", "info", "now", "target", "triggers")
+
+    def __init__(
+        self,
+        conn: ProxiedConnection,
+        frame: bytes,
+        api_key: int,
+        corr: int,
+        now: float,
+        target: dict[str, Any],
+        info: Inflight | None,
+        triggers: tuple[RuleState, ...],
+    ) -> None:
+        self.conn = conn
+        self.frame = frame
+        self.api_key = api_key
+        self.corr = corr
+        self.now = now
+        self.target = target
+        self.info = info  # None: the client expects no response (acks=0 Produce)
+        self.triggers = triggers  # rules whose held frames go once this one is forwarded
+        self._after: list[Callable[[Request], None]] = []
+
+    def record(self, kind: str, params: dict[str, Any]) -> None:
+        """Log an instant fault on this request."""
+        conn = self.conn
+        conn.fleet.record_fault(kind, self.now, self.now, conn.link.name, self.target, params)
+
+    def open_fault(self, kind: str, params: dict[str, Any]) -> OpenFault:
+        """A fault lasting until :meth:`close_fault` (then logged)."""
+        return self.conn._open(kind, self.target, params)
+
+    def close_fault(self, fault: OpenFault, **extra: Any) -> None:
+        self.conn._close(fault, **extra)
+
+    def drop(self) -> None:
+        """The request is not forwarded: the client gets no response to it."""
+        self.conn._forget(self.corr)
+
+    def swallow_response(self, kind: str, params: dict[str, Any]) -> None:
+        """Forward the request but do not deliver its response (logged as ``kind``)."""
+        if self.info is not None:
+            self.info.swallow = self.open_fault(kind, params)
+
+    def park(self, held: ParkedFrame | None = None) -> None:
+        """The request will be forwarded later (by a timer or another request)."""
+        self.conn.pending_out += 1
+        if held is not None:
+            self.conn._parked.append(held)
+
+    def unpark(self, held: ParkedFrame | None = None) -> None:
+        if held is not None:
+            with contextlib.suppress(ValueError):
+                self.conn._parked.remove(held)
+        self.conn.pending_out -= 1
+
+    def spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        """Run a task that lives as long as the connection."""
+        self.conn._track(coro)
+
+    def after_forward(self, action: Callable[[Request], None]) -> None:
+        """Run ``action`` right after the request is written upstream."""
+        self._after.append(action)
+
+    def private_correlation_id(self) -> int:
+        return self.conn._next_private()
+
+    def send_copy(self, corr: int, fault: OpenFault, **note: Any) -> None:
+        """Write a copy under correlation id ``corr``; its response closes ``fault``."""
+        copy = bytearray(self.frame)
+        _I32.pack_into(copy, 8, corr)
+        if self.info is not None:
+            self.conn.inflight[corr] = Inflight(
+                self.api_key, self.info.api_version, swallow=fault, swallow_note=note
+            )
+        else:
+            self.conn._close(fault)
+        self.conn.write_up(bytes(copy))
+
+    def forward(self) -> None:
+        """Write the request upstream (unless the link now discards it), then release
+        the frames its passing releases."""
+        conn = self.conn
+        if not conn.closed:
+            if conn.link.policy().blackhole_request:
+                conn._forget(self.corr)
+            else:
+                conn.write_up(self.frame)
+                for action in self._after:
+                    action(self)
+        for st in self.triggers:
+            st.release_held("later request passed")
+
+
+class Response:
+    """A response on its way back to the client: what response rules act through."""
+
+    __slots__ = ("conn", "corr", "info")
+
+    def __init__(self, conn: ProxiedConnection, corr: int, info: Inflight) -> None:
+        self.conn = conn
+        self.corr = corr
+        self.info = info
+
+    def open_fault(self, kind: str, params: dict[str, Any]) -> OpenFault:
+        info = self.info
+        target = self.conn._target(info.api_key, info.api_version, self.corr, info.targets)
+        target["direction"] = "response"
+        return self.conn._open(kind, target, params)
+
+    def close_fault(self, fault: OpenFault, **extra: Any) -> None:
+        self.conn._close(fault, **extra)
+
+
+def _by_kind(states: list[RuleState]) -> list[list[RuleState]]:
+    """The applying rules grouped by kind, groups in stage order, rules in install order."""
+    if len(states) == 1:
+        return [states]
+    ordered = sorted(states, key=lambda st: (st.rule.stage, st.rule.kind))
+    groups: list[list[RuleState]] = []
+    for st in ordered:
+        if groups and type(groups[-1][0].rule) is type(st.rule):
+            groups[-1].append(st)
+        else:
+            groups.append([st])
+    return groups
 
 
 class LinkProxy:
@@ -292,7 +420,7 @@ class ProxiedConnection:
         self.responses.dst = client
         self._open_faults: set[OpenFault] = set()
         self._tasks: set[asyncio.Task[Any]] = set()
-        self._held: list[HeldFrame] = []
+        self._parked: list[ParkedFrame] = []
         self._forget_later: list[int] = []
         self.closed = False
         self._counted = False
@@ -347,22 +475,12 @@ class ProxiedConnection:
         self._teardown()
 
     def _teardown(self) -> None:
-        for held in self._held:
-            if not held.released:
-                held.released = True
-                if held.timer is not None:
-                    held.timer.cancel()
-                self._held_owner_remove(held)
-                held.fault.close(outcome="connection closed")
-        self._held.clear()
+        for parked in self._parked:
+            parked.abandon("connection closed")
+        self._parked.clear()
         for fault in list(self._open_faults):
             fault.close(outcome="connection closed")
         self._open_faults.clear()
-
-    def _held_owner_remove(self, held: HeldFrame) -> None:
-        for st in self.fleet.rule_states():
-            if held in st.held:
-                st.held.remove(held)
 
     def abort(self) -> None:
         for transport in (self.client, self.upstream):
@@ -446,7 +564,7 @@ class ProxiedConnection:
         applying: list[RuleState] = []
         triggers: list[RuleState] = []
         for st in policy.request_rules:
-            if st.kind == "reorder" and st.held and st.rule.filters_match(api_key, targets):
+            if st.held and st.rule.filters_match(api_key, targets):
                 triggers.append(st)
             if st.decide(api_key, targets, now):
                 applying.append(st)
@@ -457,133 +575,28 @@ class ProxiedConnection:
         target = self._target(api_key, version, corr, known)
         target["direction"] = "request"
 
-        drop = next((s for s in applying if s.kind == "drop_request"), None)
-        if drop is not None:
-            self.fleet.record_fault(
-                "drop_request", now, now, self.link.name, target, drop.rule.params()
-            )
-            return
-
-        expects_response = api_key != PRODUCE or produce_acks(frame, version) != 0
-        if expects_response:
+        info = None
+        if api_key != PRODUCE or produce_acks(frame, version) != 0:
             info = Inflight(api_key, version)
             if self.link.resolve is not None and api_key in REWRITE_APIS:
                 info.rewrite = True
             if policy.response_targets:
                 info.targets = targets()
-            swallow = next((s for s in applying if s.kind == "drop_response"), None)
-            if swallow is not None:
-                info.swallow = self._open("drop_response", target, swallow.rule.params())
             self.inflight[corr] = info
             self.order.append(corr)
             self.order_set.add(corr)
 
-        duplicates = sum(s.rule.copies for s in applying if s.kind == "duplicate")
-        if duplicates:
-            dup = next(s for s in applying if s.kind == "duplicate")
-            dup_target = target
-            dup_params = dup.rule.params()
-        else:
-            dup_target, dup_params = {}, {}
-
-        reorder = next((s for s in applying if s.kind == "reorder"), None)
-        if reorder is not None:
-            self._hold(reorder, frame, target, duplicates, dup_params)
-            return
-
-        delays = [s for s in applying if s.kind == "delay"]
-        if delays:
-            ms = sum(s.rule.draw_ms(s.rng) for s in delays)
-            fault = self._open(
-                "delay", target, {**delays[0].rule.params(), "applied_ms": round(ms, 3)}
-            )
-            if all(s.rule.head_of_line for s in delays):
-                await _sleep_unless_removed(ms / 1000.0, delays)
-                self._close(fault)
-                self._send(frame, duplicates, dup_target, dup_params)
-                self._release(triggers)
-            else:
-                self.pending_out += 1
-                self._track(
-                    self._delayed_send(
-                        ms, delays, fault, frame, duplicates, dup_target, dup_params, triggers
-                    )
-                )
-            return
-
-        self._send(frame, duplicates, dup_target, dup_params)
-        self._release(triggers)
-
-    async def _delayed_send(
-        self,
-        ms: float,
-        delays: list[RuleState],
-        fault: OpenFault,
-        frame: bytes,
-        duplicates: int,
-        dup_target: dict,
-        dup_params: dict,
-        triggers: list[RuleState],
-    ) -> None:
-        try:
-            await _sleep_unless_removed(ms / 1000.0, delays)
-        finally:
-            self.pending_out -= 1
-        self._close(fault)
-        self._send(frame, duplicates, dup_target, dup_params)
-        self._release(triggers)
-
-    def _send(self, frame: bytes, duplicates: int, dup_target: dict, dup_params: dict) -> None:
-        """Forward a request, then its duplicates under private correlation ids."""
-        if self.closed:
-            return
-        if self.link.policy().blackhole_request:
-            corr = _REQ_PREFIX.unpack_from(frame, 4)[2]
-            self._forget(corr)
-            return
-        self.write_up(frame)
-        if not duplicates:
-            return
-        api_key, version, corr = _REQ_PREFIX.unpack_from(frame, 4)
-        expects_response = api_key != PRODUCE or produce_acks(frame, version) != 0
-        for i in range(duplicates):
-            private = self._next_private()
-            copy = bytearray(frame)
-            _I32.pack_into(copy, 8, private)
-            params = {**dup_params, "copy": i + 1, "private_correlation_id": private}
-            fault = self._open("duplicate", dup_target, params)
-            if expects_response:
-                self.inflight[private] = Inflight(api_key, version, private=fault)
-            else:
-                self._close(fault)
-            self.write_up(bytes(copy))
+        request = Request(self, frame, api_key, corr, now, target, info, tuple(triggers))
+        for group in _by_kind(applying) if applying else ():
+            if await type(group[0].rule).on_request(group, request):
+                return  # the rule took the frame over
+        request.forward()
 
     def _next_private(self) -> int:
         self._private -= 1
         if self._private < -(2**31) + 1:
             self._private = PRIVATE_CORRELATION_BASE
         return self._private
-
-    # ------------------------------------------------------------------ reorder
-
-    def _hold(
-        self, st: RuleState, frame: bytes, target: dict, duplicates: int, dup_params: dict
-    ) -> None:
-        fault = self._open("reorder", target, st.rule.params())
-        held = HeldFrame(self, frame, duplicates, fault, target, dup_params)
-        self.pending_out += 1
-        st.held.append(held)
-        self._held.append(held)
-        loop = asyncio.get_running_loop()
-        held.timer = loop.call_later(
-            st.rule.max_hold_ms / 1000.0, _release_one, st, held, "max_hold"
-        )
-
-    @staticmethod
-    def _release(triggers: list[RuleState]) -> None:
-        for st in triggers:
-            for held in list(st.held):
-                _release_one(st, held, "later request passed")
 
     # ------------------------------------------------------------------ responses
 
@@ -615,11 +628,8 @@ class ProxiedConnection:
         corr = _I32.unpack_from(frame, 4)[0]
         info = self.inflight.pop(corr, None)
         if info is not None:
-            if info.private is not None:
-                self._close(info.private, outcome="duplicate response swallowed")
-                return
             if info.swallow is not None:
-                self._close(info.swallow)
+                self._close(info.swallow, **(info.swallow_note or {}))
                 self._forget(corr)
                 return
             if info.rewrite and self.link.resolve is not None:
@@ -632,18 +642,13 @@ class ProxiedConnection:
         policy = self.link.policy()
         if policy.response_rules and info is not None:
             now = time.time()
-            api_key = info.api_key
             tg = info.targets or NO_TARGETS
-            delays = [st for st in policy.response_rules if st.decide(api_key, lambda: tg, now)]
-            if delays:
-                ms = sum(s.rule.draw_ms(s.rng) for s in delays)
-                target = self._target(api_key, info.api_version, corr, info.targets)
-                target["direction"] = "response"
-                fault = self._open(
-                    "delay", target, {**delays[0].rule.params(), "applied_ms": round(ms, 3)}
-                )
-                await _sleep_unless_removed(ms / 1000.0, delays)
-                self._close(fault)
+            api_key = info.api_key
+            applying = [st for st in policy.response_rules if st.decide(api_key, lambda: tg, now)]
+            if applying:
+                response = Response(self, corr, info)
+                for group in _by_kind(applying):
+                    await type(group[0].rule).on_response(group, response)
         self._deliver(corr, frame)
 
     def _deliver(self, corr: int, frame: bytes) -> None:
@@ -672,38 +677,3 @@ class ProxiedConnection:
             self.order_set.discard(corr)
             self.order.remove(corr)
             self._flush_held_responses()
-
-
-def _release_one(st: RuleState, held: HeldFrame, why: str) -> None:
-    if held.released:
-        return
-    held.released = True
-    if held.timer is not None:
-        held.timer.cancel()
-    with contextlib.suppress(ValueError):
-        st.held.remove(held)
-    conn = held.conn
-    with contextlib.suppress(ValueError):
-        conn._held.remove(held)
-    conn.pending_out -= 1
-    conn._close(held.fault, released=why)
-    conn._send(held.frame, held.duplicates, held.dup_target, held.dup_params)
-
-
-def release_all(st: RuleState, why: str = "rule removed") -> None:
-    for held in list(st.held):
-        _release_one(st, held, why)
-
-
-async def _sleep_unless_removed(seconds: float, states: list[RuleState]) -> None:
-    """Sleep, but wake up early if one of the rules is removed (healed)."""
-    if seconds <= 0:
-        return
-    if any(st.removed.is_set() for st in states):
-        return
-    waits = [asyncio.ensure_future(st.removed.wait()) for st in states]
-    try:
-        await asyncio.wait(waits, timeout=seconds)
-    finally:
-        for w in waits:
-            w.cancel()

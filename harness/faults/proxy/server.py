@@ -26,10 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from ..fault_log import FaultLog
-from .link import LinkProxy, release_all
+from .link import LinkProxy
 from .rewrite import Resolve
 from .rules import (
-    LINK_KINDS,
     NO_FAULTS,
     LinkPolicy,
     RuleState,
@@ -175,7 +174,7 @@ class ProxyFleet:
         state.removed.set()
         for timer in self._timers.pop(state.rule.id, []):
             timer.cancel()
-        release_all(state)
+        state.release_held("rule removed")
 
     def _schedule(self, state: RuleState) -> None:
         """Re-evaluate link policies when the rule's window opens and closes."""
@@ -196,7 +195,7 @@ class ProxyFleet:
         now = time.time()
         active: dict[tuple[str, str], Any] = {}
         for st in self._states.values():
-            if st.kind in LINK_KINDS and st.active(now):
+            if st.rule.logs_spans and st.active(now):
                 for name in self.links:
                     if st.rule.matches_link(name):
                         active[(st.rule.id, name)] = st.rule

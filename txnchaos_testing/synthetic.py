@@ -1,5 +1,5 @@
 """Synthetic histories: a small Kafka-transactions simulator that writes a run directory in the
-shared history schema, plus anomaly injection.  Used by the tests and ``bench/analysis.py``.
+shared history schema, plus anomaly injection. Used by the tests and the analysis benchmarks.
 
 The simulator runs transactions one at a time (so the LSO equals the log end between them):
 transactional writers send to random partitions and commit or abort (markers take an offset),
@@ -25,22 +25,23 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ..harness.history.compact import flatten_ops, sort_history, write_history_parquet
-from ..harness.history.run_dir import (
+from txnchaos.analysis.fault_actions import SCHEDULE_JSON
+from txnchaos.harness.history.compact import flatten_ops, sort_history, write_history_parquet
+from txnchaos.harness.history.final_state import parse_final_state, write_final_state
+from txnchaos.harness.history.run_dir import (
     FAULTS_JSONL,
     FINAL_STATE_JSON,
     METRICS_PARQUET,
     write_json,
     write_run_info,
 )
-from ..harness.history.schema import (
+from txnchaos.harness.history.schema import (
     METRIC_ARROW_SCHEMA,
     OP_ARROW_SCHEMA,
     EventType,
     MetricName,
     encode_value,
 )
-from .fault_actions import SCHEDULE_JSON
 
 SEC = 1_000_000_000
 MS = 1_000_000
@@ -1067,7 +1068,8 @@ class Synth:
         write_history_parquet(
             history if history is not None else self.history_table(), root / "history.parquet"
         )
-        write_json(root / FINAL_STATE_JSON, self.final_state)
+        fs_path = root / FINAL_STATE_JSON
+        write_final_state(fs_path, parse_final_state(self.final_state, fs_path))
         with (root / FAULTS_JSONL).open("w") as fh:
             for f in self.faults:
                 fh.write(json.dumps(f) + "\n")

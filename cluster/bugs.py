@@ -1,0 +1,99 @@
+"""Bug switches: settings that put a reported hanging-transaction bug back into the
+cluster, so the harness can show it detected and the defense that closed it.
+
+Each switch is a ``txnchaos.bug.*`` node setting, off by default, and changes as
+little code as the real bug did (one condition at the place named in ``site``).
+The catalogue of reproductions (scenarios/repro/) builds on these; the defenses
+Kafka ships as ordinary settings (``transaction.version``,
+``transaction.partition.verification.enable``) need no switch of their own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class BugSwitch:
+    setting: str  # the node setting that turns the bug on
+    field: str  # the attribute of BugSwitches that carries it
+    report: str  # the public bug report or design section it recreates
+    seed: str  # the seed document and section whose rule it breaks
+    symptom: str  # what a user of the broken cluster sees
+    site: str  # where the one changed condition lives
+
+
+BUG_SWITCHES: tuple[BugSwitch, ...] = (
+    BugSwitch(
+        setting="txnchaos.bug.producer.expiry.ignores.open.transactions",
+        field="producer_expiry_ignores_open_transactions",
+        report="KAFKA-9144",
+        seed="seed 001 (KIP-664), Motivation; seed 004 (KIP-360), producer state retention",
+        symptom="producer state is expired under an open transaction; its marker then "
+        "finds no transaction to end and the LSO stays behind forever (a hanging "
+        "transaction)",
+        site="cluster/broker/producer_state.py ProducerStateManager.remove_expired",
+    ),
+    BugSwitch(
+        setting="txnchaos.bug.transaction.timeout.never.fires",
+        field="transaction_timeout_never_fires",
+        report="KAFKA-5132 (the timeout it recreates the absence of)",
+        seed="seed 001 (KIP-664), Motivation: a transaction nobody ends",
+        symptom="a transaction whose producer died is never aborted by the coordinator; "
+        "its partitions' LSO stays behind",
+        site="cluster/coordinator/transactions/coordinator.py abort_timed_out_transactions",
+    ),
+    BugSwitch(
+        setting="txnchaos.bug.coordinator.load.skips.pending.markers",
+        field="coordinator_load_skips_pending_markers",
+        report="KAFKA-16352 (transactions stuck in PrepareCommit/PrepareAbort)",
+        seed="seed 001 (KIP-664), Analysis: the coordinator and the replicas disagree",
+        symptom="a coordinator that takes over (or restarts) does not resend the markers "
+        "of transactions it loads in PrepareCommit/PrepareAbort: they never complete, "
+        "their partitions' LSO stays behind and their producers get "
+        "CONCURRENT_TRANSACTIONS until they give up",
+        site="cluster/coordinator/transactions/coordinator.py load_partition",
+    ),
+    BugSwitch(
+        setting="txnchaos.bug.lso.ignores.open.transactions",
+        field="lso_ignores_open_transactions",
+        report="third-party brokers' read_committed bugs (LSO equal to the high watermark)",
+        seed="seed 002 (aborted-transaction index), LSO Tracking",
+        symptom="read_committed consumers read records of open transactions, "
+        "including ones later aborted (uncommitted and aborted reads)",
+        site="cluster/broker/partition.py Partition.last_stable_offset",
+    ),
+    BugSwitch(
+        setting="txnchaos.bug.fetch.ignores.aborted.index",
+        field="fetch_ignores_aborted_index",
+        report="third-party brokers' read_committed bugs (no AbortedTransactions in Fetch)",
+        seed="seed 002 (aborted-transaction index), Fetch algorithm",
+        symptom="read_committed consumers read records of aborted transactions",
+        site="cluster/broker/partition.py Partition.read",
+    ),
+)
+
+BY_SETTING: dict[str, BugSwitch] = {b.setting: b for b in BUG_SWITCHES}
+
+
+@dataclass(frozen=True, slots=True)
+class BugSwitches:
+    """Which bugs a node runs with; all off is a correct node."""
+
+    producer_expiry_ignores_open_transactions: bool = False
+    transaction_timeout_never_fires: bool = False
+    coordinator_load_skips_pending_markers: bool = False
+    lso_ignores_open_transactions: bool = False
+    fetch_ignores_aborted_index: bool = False
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> BugSwitches:
+        """From a ``NodeSettings`` (or anything with ``get(name)``)."""
+        return cls(**{b.field: bool(settings.get(b.setting)) for b in BUG_SWITCHES})
+
+    def enabled(self) -> list[BugSwitch]:
+        return [b for b in BUG_SWITCHES if getattr(self, b.field)]
+
+
+NO_BUGS = BugSwitches()

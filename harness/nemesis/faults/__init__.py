@@ -1,0 +1,49 @@
+"""The nemesis's fault kinds, one module per kind, and :data:`FAULTS`, the registry the
+schedule generator, scenario validation and the executor take everything from.
+
+Adding a kind: a module here with a class implementing :class:`~.base.Fault` (usually
+by subclassing ``ProxyRuleFault``, ``ProcessFault`` or ``ClientCrashFault``) and an
+entry in :data:`FAULTS`.
+"""
+
+from __future__ import annotations
+
+from .base import Family, Fault, FaultContext, ScheduleError
+from .blackhole import BlackholeFault
+from .crash_consumer import CrashConsumerFault
+from .crash_producer import CrashProducerFault
+from .delay import DelayFault
+from .drop_request import DropRequestFault
+from .drop_response import DropResponseFault
+from .duplicate import DuplicateFault
+from .kill import KillFault
+from .pause import PauseFault
+from .reorder import ReorderFault
+from .reset import ResetFault
+from .restart import RestartFault
+from .throttle import ThrottleFault
+
+_KINDS: tuple[Fault, ...] = (
+    # proxy rules
+    DelayFault(),
+    DropRequestFault(),
+    DropResponseFault(),
+    ReorderFault(),
+    DuplicateFault(),
+    BlackholeFault(),
+    ResetFault(),
+    ThrottleFault(),
+    # node processes
+    KillFault(),
+    PauseFault(),
+    RestartFault(),
+    # clients
+    CrashProducerFault(),
+    CrashConsumerFault(),
+)
+
+FAULTS: dict[str, Fault] = {f.name: f for f in _KINDS}
+"""Every fault kind by name (the registry)."""
+
+
+__all__ = ["FAULTS", "Family", "Fault", "FaultContext", "ScheduleError"]

@@ -1,0 +1,71 @@
+"""Client crashes: one workload user started in its own process, brought to its hold
+point (mid-transaction, or mid-poll) and SIGKILLed; the crash is logged here."""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from typing import TYPE_CHECKING, Any
+
+from .base import Family, FaultBase, FaultContext, TargetField
+
+if TYPE_CHECKING:
+    from ..schedule import RandomNemesis, ScheduledFault, Targets
+
+log = logging.getLogger(__name__)
+
+
+class ClientCrashFault(FaultBase):
+    """Which users a crash kind can hit, and where, is the user kinds' business
+    (``context.crash_target``)."""
+
+    family: Family = "client"
+    targets: TargetField = "clients"
+
+    def random_target(
+        self, rng: random.Random, gen: RandomNemesis, targets: Targets
+    ) -> dict[str, Any]:
+        return {"client": rng.choice(sorted(targets.clients))}
+
+    def apply(self, context: FaultContext, index: int, fault: ScheduledFault) -> None:
+        context.spawn(lambda: self._crash(context, index, fault), f"nemesis-{self.name}")
+
+    def _crash(self, context: FaultContext, index: int, fault: ScheduledFault) -> None:
+        from ...workload.crash import CrashableClient
+
+        user, hold = context.crash_target(fault)
+        started = time.time()
+        run_dir = context.run_dir
+        client = CrashableClient(
+            context.workload,
+            user,
+            run_dir,
+            context.handle.bootstrap,
+            hold=hold,
+            hold_after=1,
+            seed=context.seed + index,
+            log_path=run_dir / "logs" / f"crash-{index}.log",
+        )
+        (run_dir / "logs").mkdir(parents=True, exist_ok=True)
+        context.activate(index, fault, started, None, f"{self.name}: {client.process}")
+        try:
+            client.start(context.hold_timeout_s)
+            detail = client.wait_hold(context.hold_timeout_s)
+            client.kill()
+            context.handle.fault_log().write(
+                self.name,
+                started,
+                time.time(),
+                link=None,
+                target={"client": client.process},
+                params={"hold": hold, "at": detail, "action": index},
+            )
+        except Exception as exc:
+            message = f"{self.name} ({client.process}): {exc}"
+            log.warning("nemesis: %s", message)
+            context.report_error(message)
+            if client.alive:
+                client.kill()
+        finally:
+            context.deactivate(index)

@@ -1,0 +1,93 @@
+"""``txnchaos repro``: the command line of the reproduction catalogue."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import click
+from rich.console import Console
+
+from ..cli_input import InputError, Seconds, check_bootstrap
+
+
+@click.command("repro")
+@click.argument("name")
+@click.option("--config", "config", default=None, help="Run only this configuration.")
+@click.option(
+    "--tv",
+    type=click.IntRange(0, 2),
+    default=None,
+    help="Run the entry at this transaction.version (its tvN configuration, or every "
+    "configuration with transaction.version=N).",
+)
+@click.option("--seed", type=int, default=None, help="Override the entry's seed.")
+@click.option(
+    "--bootstrap",
+    default=None,
+    metavar="HOST:PORT",
+    callback=check_bootstrap,
+    help="Run against an external cluster: report what is found, predict nothing.",
+)
+@click.option("--duration", type=Seconds(), default=None, help="Override the workload seconds.")
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Output directory (default runs/repro-NAME-TIME): one run directory per configuration.",
+)
+@click.option(
+    "--catalogue",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Catalogue directory (default scenarios/repro).",
+)
+@click.option("--json", "as_json", is_flag=True, help="With `list`: the catalogue as JSON.")
+def repro_command(
+    name: str,
+    config: str | None,
+    tv: int | None,
+    seed: int | None,
+    bootstrap: str | None,
+    duration: float | None,
+    out: Path | None,
+    catalogue: Path | None,
+    as_json: bool,
+) -> None:
+    """Reproduce a known hanging-transaction bug: `txnchaos repro list` prints the
+    catalogue (name, bug report, seed section, what a user sees, configurations);
+    `txnchaos repro NAME` runs each configuration of the entry — the bug present (a
+    txnchaos.bug.* switch, or a transaction.version without the defense) and the
+    defense on — and compares each verdict with the one predicted.
+
+    Exit code 0: every verdict as predicted (the bug detected where present, valid
+    where defended); 1: not; 2: bad input or a harness failure. With --bootstrap the
+    entry's workload and faults run against that cluster and the verdict is reported
+    without a prediction (exit 0 valid, 1 anomalies).
+    """
+    from .catalogue import CatalogueError, find, load_catalogue
+    from .command import ReproOptions, catalogue_rows, reproduce, show_catalogue
+
+    console = Console()
+    try:
+        if name == "list":
+            entries = load_catalogue(catalogue)
+            if as_json:
+                click.echo(json.dumps(catalogue_rows(entries), indent=2))
+            else:
+                show_catalogue(entries, console)
+            return
+        entry = find(name, catalogue)
+        if bootstrap and (config or tv is not None):
+            raise click.UsageError("--bootstrap runs the cluster as it is: no --config or --tv")
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        target = out or Path("runs") / f"repro-{name}-{stamp}"
+        if target.exists() and any(target.iterdir()):
+            raise InputError(f"--out {target} exists and is not empty")
+        options = ReproOptions(target, config, tv, seed, bootstrap, duration)
+        code = reproduce(entry, options, console)
+    except CatalogueError as exc:
+        raise InputError(str(exc)) from exc
+    sys.exit(code)

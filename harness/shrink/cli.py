@@ -1,0 +1,55 @@
+"""``txnchaos shrink``: the command line of the reproducer shrinker."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from ..cli_input import InputError
+
+
+@click.command("shrink")
+@click.argument("run_dir", type=click.Path(path_type=Path))
+@click.option(
+    "--budget",
+    type=click.FloatRange(min=0, min_open=True),
+    default=30.0,
+    show_default=True,
+    help="Minutes of re-running at most; the smallest failing scenario so far is kept.",
+)
+@click.option(
+    "--anomaly",
+    "anomalies",
+    multiple=True,
+    metavar="CHECKER",
+    help="The checker(s) that must keep flagging a smaller scenario (repeatable; default: "
+    "every checker that flagged the run except metrics).",
+)
+@click.option(
+    "--scenario",
+    "scenario_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="The run's scenario file, for a run directory without scenario.yaml.",
+)
+def shrink_command(
+    run_dir: Path, budget: float, anomalies: tuple[str, ...], scenario_file: Path | None
+) -> None:
+    """Shrink an invalid run to a minimal reproducer: re-run it on the same seed with
+    fewer faults (delta debugging over the schedule), a shorter workload and fewer users,
+    keeping each step that still yields the same anomaly class, within --budget minutes.
+    Writes RUN_DIR/shrunk.yaml (its header: the re-runs it took, the size before and
+    after); the re-runs are kept in RUN_DIR/shrink/.
+
+    Exit code 0: shrunk.yaml written; 1: the anomaly did not come back on a re-run;
+    2: bad input (not an invalid run, no scenario).
+    """
+    from .command import ShrinkError, main_shrink
+
+    try:
+        code = main_shrink(run_dir, budget * 60, list(anomalies), scenario_file)
+    except ShrinkError as exc:
+        raise InputError(str(exc)) from exc
+    sys.exit(code)

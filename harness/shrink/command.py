@@ -1,0 +1,139 @@
+"""Shrinking an invalid run: read its scenario (scenario.yaml), seed and schedule
+(schedule.json, random faults included, as explicit actions), check that the anomaly
+comes back on a re-run, reduce, and write ``shrunk.yaml`` into the run directory."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+from rich.console import Console
+
+from ..run.scenario import ScenarioError, load_scenario
+from .attempts import Attempts
+from .search import BudgetSpent, Scenario, Search, size_of, with_actions
+
+SHRUNK_FILE = "shrunk.yaml"
+EXIT_SHRUNK, EXIT_NOT_REPRODUCED = 0, 1
+
+
+class ShrinkError(ValueError):
+    """A run directory that cannot be shrunk (valid, unreadable, no scenario): exit 2."""
+
+
+def _json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise ShrinkError(f"{path}: cannot read it ({exc})") from None
+
+
+def original(run_dir: Path, scenario_file: Path | None) -> tuple[Scenario, set[str]]:
+    """(the run as a scenario with its schedule made explicit, the checkers it flagged)."""
+    if not run_dir.is_dir():
+        raise ShrinkError(f"{run_dir}: not a run directory")
+    verdict = _json(run_dir / "verdict.json")
+    if not isinstance(verdict, dict) or verdict.get("status") != "invalid":
+        raise ShrinkError(f"{run_dir} is not an invalid run: nothing to shrink")
+    flagged = {
+        str(name)
+        for name, c in (verdict.get("checkers") or {}).items()
+        if isinstance(c, dict) and c.get("status") == "invalid"
+    }
+    source = scenario_file or run_dir / "scenario.yaml"
+    if not source.is_file():
+        raise ShrinkError(
+            f"{run_dir} has no scenario.yaml (a run recorded before it was kept): give the "
+            "scenario file with --scenario FILE"
+        )
+    try:
+        load_scenario(source)  # valid, or a clear error
+    except ScenarioError as exc:
+        raise ShrinkError(str(exc)) from exc
+    data = yaml.safe_load(source.read_text())
+    run = _json(run_dir / "run.json")
+    schedule = _json(run_dir / "schedule.json")
+    if not isinstance(schedule, list):
+        raise ShrinkError(f"{run_dir / 'schedule.json'}: not a list of faults")
+    actions = [_action(f) for f in schedule]
+    data = with_actions(data, actions)
+    if isinstance(run, dict) and isinstance(run.get("seed"), int):
+        data["seed"] = run["seed"]
+    data.pop("expect", None)
+    return data, flagged
+
+
+def _action(fault: dict[str, Any]) -> dict[str, Any]:
+    """A scheduled fault as an explicit scenario action."""
+    action: dict[str, Any] = {"at": fault["at"], "kind": fault["kind"]}
+    if fault.get("duration"):
+        action["duration"] = fault["duration"]
+    for key in ("node", "client"):
+        if fault.get(key) is not None:
+            action[key] = fault[key]
+    if fault.get("rule"):
+        action["rule"] = fault["rule"]
+    return action
+
+
+def describe(s: Scenario) -> str:
+    size = size_of(s)
+    return f"{size.faults} fault(s), {size.duration:g}s of workload, {size.users} user(s)"
+
+
+def main_shrink(
+    run_dir: Path,
+    budget_s: float,
+    anomalies: list[str],
+    scenario_file: Path | None,
+    console: Console | None = None,
+) -> int:
+    console = console or Console()
+    base, flagged = original(run_dir, scenario_file)
+    target = set(anomalies) if anomalies else flagged - {"metrics"} or flagged
+    unknown = target - flagged
+    if unknown:
+        raise ShrinkError(
+            f"--anomaly {', '.join(sorted(unknown))}: the run's checkers that found anomalies "
+            f"are {', '.join(sorted(flagged))}"
+        )
+    directory = run_dir / "shrink"
+    if directory.exists() and any(directory.iterdir()):
+        raise ShrinkError(f"{directory} exists: this run was shrunk before (remove it to redo)")
+    directory.mkdir(parents=True, exist_ok=True)
+    console.print(
+        f"shrinking {run_dir} (seed {base.get('seed')}): {describe(base)}; the anomaly "
+        f"class: {', '.join(sorted(target))}; budget {budget_s / 60:g} min"
+    )
+    attempts = Attempts(directory, target, budget_s, log=console.print)
+    try:
+        reproduced = attempts.fails(base)
+    except BudgetSpent:
+        reproduced = False
+    if not reproduced:
+        console.print(
+            "[red]the anomaly did not come back on a re-run with the same seed and faults: "
+            "it depends on timing this machine did not repeat; nothing shrunk[/]"
+        )
+        return EXIT_NOT_REPRODUCED
+    search = Search(attempts.fails, log=lambda m: console.print(f"    -> {m}"))
+    search.tried[json.dumps(base, sort_keys=True)] = True
+    shrunk = search.shrink(base)
+    smaller = size_of(shrunk).smaller_than(size_of(base))
+    out = run_dir / SHRUNK_FILE
+    header = (
+        f"# shrunk from {run_dir} by `txnchaos shrink` in {attempts.count} re-runs:\n"
+        f"# {describe(base)} -> {describe(shrunk)}\n"
+        f"# still flagged by: {', '.join(sorted(target))} (seed {shrunk.get('seed')})\n"
+        f"# run it: txnchaos run {out}\n"
+    )
+    shrunk = {**shrunk, "name": f"{shrunk.get('name', 'run')}-shrunk"}
+    shrunk["expect"] = {"verdict": "invalid", "anomalies": sorted(target)}
+    out.write_text(header + yaml.safe_dump(shrunk, sort_keys=False))
+    console.print(
+        f"{'shrunk' if smaller else 'nothing smaller still fails'}: {describe(base)} -> "
+        f"{describe(shrunk)} in {attempts.count} re-runs; wrote {out}"
+    )
+    return EXIT_SHRUNK

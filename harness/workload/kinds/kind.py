@@ -1,0 +1,36 @@
+"""The one description of a workload user kind that every per-kind lookup reads."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..spec import UserSpecBase
+    from ..workers import Worker
+
+
+@dataclass(frozen=True)
+class UserKind:
+    """A user kind: what a scenario writes, what runs it, and how it is named and crashed."""
+
+    #: The pydantic model of its ``users:`` entries; its ``kind`` literal is the kind's name.
+    spec: type[UserSpecBase]
+    #: The locust-free logic of one user (start, one task per step, stop).
+    worker: type[Worker]
+    #: Default process-name prefix of its users (``<prefix>-<n>``).
+    prefix: str
+    #: Name of its locust user base class, built in the workload process (locust's
+    #: distributed mode sends class names, so master and workers must derive the same).
+    locust_user: str
+    #: The client crash faults it can take, with the point where its process is killed
+    #: (``crash_producer`` -> ``before-commit``; see :mod:`..crashable`).
+    crash_holds: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        """The ``kind:`` value of its scenario entries."""
+        default = self.spec.model_fields["kind"].default
+        assert isinstance(default, str), f"{self.spec.__name__}.kind has no Literal default"
+        return default

@@ -1,0 +1,87 @@
+"""The reproduction catalogue without running clusters: every shipped entry is a valid
+scenario with a bug configuration and a defended one, configurations are chosen as
+the options say, a configuration's scenario is the entry's plus its settings, and a
+verdict is held against a prediction."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+from pydantic import ValidationError
+
+from txnchaos.cluster.settings import SPECS
+from txnchaos.harness.repro.catalogue import SHIPPED, CatalogueError, find, load_catalogue
+from txnchaos.harness.repro.command import chosen, derived_scenario, matches, write_scenario
+from txnchaos.harness.repro.spec import Configuration, Prediction, ReproSpec
+from txnchaos.harness.run.scenario import load_scenario
+
+
+def test_every_shipped_entry_has_a_bug_and_a_defense() -> None:
+    entries = load_catalogue(SHIPPED)
+    assert len(entries) >= 4
+    for entry in entries.values():
+        configs = entry.spec.configurations
+        assert any(c.expect.verdict == "invalid" and c.expect.anomalies for c in configs.values())
+        assert any(c.expect.verdict == "valid" for c in configs.values())
+        for c in configs.values():
+            assert set(c.settings) <= set(SPECS), c.settings  # settings a node knows
+
+
+def test_choosing_configurations() -> None:
+    entry = find("producer-state-expiry", SHIPPED)
+    assert list(chosen(entry, None, None)) == ["bug", "defended"]
+    assert list(chosen(entry, "defended", None)) == ["defended"]
+    with pytest.raises(CatalogueError, match="no configuration 'nope'"):
+        chosen(entry, "nope", None)
+    at_tv1 = chosen(entry, None, 1)
+    assert all(c.settings["transaction.version"] == 1 for c in at_tv1.values())
+    with pytest.raises(CatalogueError, match="no reproduction named"):
+        find("no-such-bug", SHIPPED)
+
+
+def test_a_configuration_runs_the_entry_with_its_settings(tmp_path: Path) -> None:
+    entry = find("producer-state-expiry", SHIPPED)
+    bug = entry.spec.configurations["bug"]
+    path = tmp_path / "bug.yaml"
+    write_scenario(derived_scenario(entry, bug, seed=99), path)
+    scenario = load_scenario(path)
+    assert scenario.repro is None and scenario.seed == 99
+    assert scenario.cluster.settings["txnchaos.bug.producer.expiry.ignores.open.transactions"]
+    assert scenario.cluster.settings["producer.id.expiration.ms"] == 2000  # the entry's own
+    assert (scenario.expect.verdict, scenario.expect.anomalies) == (
+        "invalid",
+        ["hanging_transactions"],
+    )
+    assert scenario.workload == entry.scenario.workload
+    assert scenario.nemesis == entry.scenario.nemesis
+
+
+def test_a_prediction_is_met_by_its_verdict_and_its_checkers() -> None:
+    bug = Configuration(expect=Prediction(verdict="invalid", anomalies=["aborted_read"]))
+    assert matches(bug, "invalid", {"aborted_read": 3, "lost_write": 1})
+    assert not matches(bug, "invalid", {"lost_write": 1})  # another anomaly is not the bug
+    assert not matches(bug, "valid", {})
+    defended = Configuration(expect=Prediction(verdict="valid"))
+    assert matches(defended, "valid", {})
+    assert not matches(defended, "invalid", {"aborted_read": 1})
+
+
+def test_invalid_entries_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValidationError, match="needs a configuration where the bug is present"):
+        ReproSpec(
+            report="X",
+            seed_section="Y",
+            symptom="Z",
+            configurations={"ok": Configuration(expect=Prediction(verdict="valid"))},
+        )
+    with pytest.raises(ValidationError, match="names no anomalies"):
+        Prediction(verdict="valid", anomalies=["aborted_read"])
+    plain = yaml.safe_load((SHIPPED / "fetch-ignores-aborted-index.yaml").read_text())
+    plain.pop("repro")
+    (tmp_path / "plain.yaml").write_text(yaml.safe_dump(plain))
+    with pytest.raises(CatalogueError, match="needs a `repro:` block"):
+        load_catalogue(tmp_path)
+    with pytest.raises(CatalogueError, match="no reproduction catalogue"):
+        load_catalogue(tmp_path / "missing")
