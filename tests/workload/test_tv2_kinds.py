@@ -7,14 +7,21 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
+from txnchaos.harness.clients.config import Misbehavior
 from txnchaos.harness.run.scenario import parse_scenario
 from txnchaos.harness.workload.config import WorkloadConfigError, load_workload
 from txnchaos.harness.workload.kinds.registry import crash_targets, user_kind
 from txnchaos.harness.workload.kinds.tv2_copier import Tv2CopierSpec, Tv2CopierWorker
-from txnchaos.harness.workload.kinds.tv2_producer import Tv2ProducerSpec, Tv2ProducerWorker
+from txnchaos.harness.workload.kinds.tv2_producer import (
+    Tv2ProducerSpec,
+    Tv2ProducerWorker,
+    our_producer_config,
+)
+from txnchaos.harness.workload.workers import WorkerContext
 
 WORKLOAD = {
     "topics": [{"name": "events", "partitions": 4}, {"name": "copies", "partitions": 2}],
@@ -77,3 +84,23 @@ def test_locust_user_classes() -> None:
         timeout=120,
     ).stdout
     assert out.strip() == "['Tv2CopierUser', 'Tv2ProducerUser']"
+
+
+def test_a_misbehaving_producer_reaches_our_client(tmp_path: Path) -> None:
+    """``misbehavior:`` (the buggy client of the write-before-add-partitions reproduction)
+    becomes our client's ``Misbehavior``; a bad value names the field."""
+    users = [
+        {"kind": "tv2_producer", "topics": ["events"], "misbehavior": {"add_partitions": "never"}}
+    ]
+    cfg = load_workload({**WORKLOAD, "users": users})
+    ctx = WorkerContext(config=cfg, run_dir=tmp_path, bootstrap="unused:1", seed=3)
+    worker = Tv2ProducerWorker(cfg.users[0], ctx, "tv2-producer-0", 0)
+    config = our_producer_config(worker, "t-0")
+    assert config.misbehavior == Misbehavior(add_partitions="never")
+    assert config.transactional_id == "t-0"
+    plain = load_workload(WORKLOAD)
+    worker = Tv2ProducerWorker(plain.users[0], ctx, "tv2-producer-1", 0)
+    assert our_producer_config(worker, "t-1").misbehavior == Misbehavior()
+    users[0]["misbehavior"] = {"add_partitions": "sometimes"}
+    with pytest.raises(WorkloadConfigError, match=r"misbehavior\.add_partitions"):
+        load_workload({**WORKLOAD, "users": users})

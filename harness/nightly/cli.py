@@ -1,0 +1,123 @@
+"""``txnchaos nightly``: the command line of the nightly loop (see the package docstring)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from ..cli_input import InputError, Seconds, check_bootstrap
+from .plan import PlanError, parse_duration
+
+
+def _budget(ctx: click.Context, param: click.Parameter, value: str | None) -> float | None:
+    if value is None:
+        return None
+    try:
+        return parse_duration(value)
+    except PlanError as exc:
+        raise click.BadParameter(str(exc).removeprefix("--budget: ")) from None
+
+
+@click.command("nightly")
+@click.argument("scenarios", nargs=-1, type=click.Path(path_type=Path))
+@click.option(
+    "--runs", type=click.IntRange(1), default=None, help="Runs in all (scenarios in rotation)."
+)
+@click.option(
+    "--budget",
+    "budget_s",
+    default=None,
+    metavar="DURATION",
+    callback=_budget,
+    help="Wall time to fill instead (90s, 30m, 8h, 1h30m): no run starts that would not "
+    "finish in it (estimated from the scenario's earlier runs tonight).",
+)
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("nightly"),
+    show_default=True,
+    help="Output root: each night is a new directory in it; trend.html covers them all.",
+)
+@click.option(
+    "--seed-base",
+    type=click.IntRange(0, 2**62),
+    default=None,
+    help="Seed of the first run (then +1 per run); default: new every night, recorded.",
+)
+@click.option(
+    "--launcher",
+    type=click.Choice(["local", "docker", "external"]),
+    default=None,
+    help="Run every scenario on this launcher (default: each scenario's own).",
+)
+@click.option(
+    "--bootstrap",
+    default=None,
+    metavar="HOST:PORT",
+    callback=check_bootstrap,
+    help="An external cluster (with --launcher external).",
+)
+@click.option(
+    "--duration", type=Seconds(), default=None, help="Override every scenario's workload seconds."
+)
+def nightly_command(
+    scenarios: tuple[Path, ...],
+    runs: int | None,
+    budget_s: float | None,
+    out: Path,
+    seed_base: int | None,
+    launcher: str | None,
+    bootstrap: str | None,
+    duration: float | None,
+) -> None:
+    """Run scenarios (files, or directories of *.yaml; default scenarios/nightly) again
+    and again with new seeds, one after another, for --runs N runs or a --budget of wall
+    time. Every run directory is kept. The night's directory under --out gets
+    summary.json, summary.html (one row per run, links to each report) and junit.xml
+    (one test case per run); --out/trend.html compares the nights.
+
+    Exit code 0: every run had its scenario's expected verdict; 1: a run did not; 2: a
+    run's harness failed, the night was interrupted, or the input is bad.
+    """
+    if (runs is None) == (budget_s is None):
+        raise click.UsageError("give exactly one of --runs N and --budget DURATION")
+    if launcher == "external" and not bootstrap:
+        raise click.UsageError("--launcher external needs --bootstrap HOST:PORT")
+    if out.exists() and not out.is_dir():
+        raise InputError(f"--out {out} is not a directory")
+    from .command import NightlyOptions, main_nightly
+
+    argv = [a for a in sys.argv[1:] if a != "nightly"]
+    options = NightlyOptions(
+        inputs=list(scenarios) or [Path("scenarios/nightly")],
+        out_root=out,
+        runs=runs,
+        budget_s=budget_s,
+        seed_base=seed_base,
+        launcher=launcher,
+        bootstrap=bootstrap,
+        duration=duration,
+        argv=_without_seed_base(argv),
+    )
+    try:
+        code = main_nightly(options)
+    except PlanError as exc:
+        raise InputError(str(exc)) from exc
+    except OSError as exc:
+        raise InputError(f"cannot write the night's output: {exc}") from exc
+    sys.exit(code)
+
+
+def _without_seed_base(argv: list[str]) -> list[str]:
+    out, skip = [], False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg == "--seed-base":
+            skip = True
+        elif not arg.startswith("--seed-base="):
+            out.append(arg)
+    return out

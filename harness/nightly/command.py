@@ -1,0 +1,212 @@
+"""The nightly loop: plan, run one after another, and after every run rewrite the
+night's summary (so a night cut short still has one) and the trend page."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from .junit import write_junit
+from .pages import write_summary_html, write_trend
+from .plan import (
+    Budget,
+    PlanError,
+    PlannedRun,
+    default_seed_base,
+    load_all,
+    nth_run,
+    scenario_files,
+)
+from .results import HARNESS_FAILED, INVALID, RunRow, fill_from_run_dir
+from .runner import execute, run_command, shown
+
+EXIT_PASSED = 0
+EXIT_INVALID = 1
+EXIT_HARNESS_FAILED = 2
+
+
+@dataclass
+class NightlyOptions:
+    inputs: list[Path]
+    out_root: Path
+    runs: int | None = None
+    budget_s: float | None = None
+    seed_base: int | None = None
+    launcher: str | None = None
+    bootstrap: str | None = None
+    duration: float | None = None
+    argv: list[str] = field(default_factory=list)  # how the night was started, for the record
+
+    def run_args(self) -> list[str]:
+        """Options every run gets (after SCENARIO --seed S)."""
+        args: list[str] = []
+        if self.launcher:
+            args += ["--launcher", self.launcher]
+        if self.bootstrap:
+            args += ["--bootstrap", self.bootstrap]
+        if self.duration is not None:
+            args += ["--duration", f"{self.duration:g}"]
+        return args
+
+
+def night_directory(root: Path, now: datetime) -> Path:
+    base = root / now.strftime("%Y%m%d-%H%M%S")
+    path, n = base, 1
+    while path.exists():
+        n += 1
+        path = base.with_name(f"{base.name}-{n}")
+    return path
+
+
+def exit_code(rows: list[RunRow], interrupted: bool) -> int:
+    if interrupted or any(r.verdict == HARNESS_FAILED for r in rows):
+        return EXIT_HARNESS_FAILED
+    return EXIT_PASSED if all(r.passed for r in rows) else EXIT_INVALID
+
+
+class Night:
+    def __init__(self, options: NightlyOptions, console: Console) -> None:
+        self.options = options
+        self.console = console
+        self.budget = Budget(
+            runs=options.runs, seconds=options.budget_s, workload_s=options.duration
+        )
+        self.scenarios = load_all(scenario_files(options.inputs), options.duration)
+        self.started = datetime.now(UTC)
+        self.seed_base = options.seed_base if options.seed_base is not None else default_seed_base()
+        self.dir = night_directory(options.out_root, self.started)
+        self.rows: list[RunRow] = []
+        self.walls: dict[str, list[float]] = {}
+        self.clock0 = time.monotonic()
+        self.stopped: str | None = None
+
+    def run(self) -> int:
+        first = nth_run(self.scenarios, self.seed_base, 1)
+        if not self.budget.next_fits(first, 0.0, self.walls):
+            raise PlanError(
+                f"--budget {self.options.budget_s:g}s is shorter than one run of "
+                f"{first.scenario.name} (about {self.budget.estimate(first, self.walls):.0f}s)"
+            )
+        self.dir.mkdir(parents=True)
+        planned = self.budget.runs
+        self.console.print(
+            f"nightly: {len(self.scenarios)} scenario(s), "
+            f"{f'{planned} runs' if planned else f'a budget of {self.budget.seconds:g}s'}, "
+            f"seeds from {self.seed_base}; output in {self.dir}"
+        )
+        interrupted = False
+        index = 1
+        try:
+            while True:
+                run = nth_run(self.scenarios, self.seed_base, index)
+                elapsed = time.monotonic() - self.clock0
+                if not self.budget.next_fits(run, elapsed, self.walls):
+                    if self.budget.seconds is not None:
+                        self.stopped = (
+                            f"budget: {elapsed:.0f}s spent, the next run needs about "
+                            f"{self.budget.estimate(run, self.walls):.0f}s"
+                        )
+                    break
+                self.one(run, planned)
+                index += 1
+        except KeyboardInterrupt:
+            interrupted = True
+            self.stopped = "interrupted (Ctrl-C)"
+            self.console.print("[yellow]interrupted: the summary holds the runs finished[/]")
+        self.write()
+        code = exit_code(self.rows, interrupted)
+        passed = sum(1 for r in self.rows if r.passed)
+        self.console.print(
+            f"nightly: {passed}/{len(self.rows)} runs as expected; summary "
+            f"{self.dir / 'summary.html'}, junit {self.dir / 'junit.xml'}, trend "
+            f"{self.options.out_root / 'trend.html'}"
+        )
+        return code
+
+    def one(self, run: PlannedRun, planned: int | None) -> None:
+        of = f"/{planned}" if planned else ""
+        self.console.print(
+            f"[{run.index}{of}] {run.scenario.name} seed {run.seed} "
+            f"({self.options.duration or run.scenario.duration:g}s of workload) ..."
+        )
+        out = self.dir / "runs" / run.label
+        log = self.dir / "logs" / f"{run.label}.log"
+        started = datetime.now(UTC).isoformat(timespec="seconds")
+        row = RunRow(
+            index=run.index,
+            scenario=run.scenario.name,
+            scenario_file=str(run.path),
+            seed=run.seed,
+            verdict=HARNESS_FAILED,
+            expected=run.scenario.expect.verdict,
+            exit_code=-1,
+            wall_s=0.0,
+            started=started,
+            run_dir=out.relative_to(self.dir).as_posix(),
+            log=log.relative_to(self.dir).as_posix(),
+            command=shown(run_command(run, None, self.options.run_args())),
+        )
+        try:
+            outcome = execute(run, out, log, self.options.run_args())
+        except KeyboardInterrupt:
+            row.failure = "interrupted"
+            self.rows.append(row)
+            raise
+        row.exit_code, row.wall_s = outcome.exit_code, round(outcome.wall_s, 1)
+        fill_from_run_dir(row, self.dir)
+        self.rows.append(row)
+        self.walls.setdefault(run.scenario.name, []).append(outcome.wall_s)
+        self.console.print(f"    {self.describe(row)}")
+        self.write()
+
+    @staticmethod
+    def describe(row: RunRow) -> str:
+        style = "green" if row.passed else "yellow" if row.verdict == HARNESS_FAILED else "red"
+        detail = ", ".join(f"{k} {v}" for k, v in sorted(row.anomalies.items()))
+        if row.verdict == HARNESS_FAILED:
+            last = (row.failure or "").strip().splitlines()
+            detail = last[-1] if last else f"exit code {row.exit_code}"
+        rate = f", {row.throughput:g} txn/s" if row.throughput is not None else ""
+        expect = "" if row.passed else f" (expected {row.expected})"
+        return (
+            f"[{style}]{row.verdict}[/]{expect}{': ' + detail if detail else ''}"
+            f"{rate}, {row.wall_s:.0f}s"
+        )
+
+    def summary(self) -> dict[str, Any]:
+        rows = self.rows
+        repeat = ["txnchaos", "nightly", *self.options.argv, "--seed-base", str(self.seed_base)]
+        return {
+            "schema_version": 1,
+            "night": self.dir.name,
+            "started": self.started.isoformat(timespec="seconds"),
+            "wall_s": round(time.monotonic() - self.clock0, 1),
+            "seed_base": self.seed_base,
+            "repeat": shown(repeat),
+            "scenarios": [str(s.path) for s in self.scenarios],
+            "stopped": self.stopped,
+            "totals": {
+                "runs": len(rows),
+                "passed": sum(1 for r in rows if r.passed),
+                "invalid": sum(1 for r in rows if r.verdict == INVALID),
+                "harness_failed": sum(1 for r in rows if r.verdict == HARNESS_FAILED),
+            },
+            "runs": [r.to_json() for r in rows],
+        }
+
+    def write(self) -> None:
+        summary = self.summary()
+        (self.dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+        write_summary_html(summary, self.rows, self.dir / "summary.html")
+        write_junit(self.rows, self.dir / "junit.xml", summary["wall_s"])
+        write_trend(self.options.out_root)
+
+
+def main_nightly(options: NightlyOptions, console: Console | None = None) -> int:
+    return Night(options, console or Console()).run()

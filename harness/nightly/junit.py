@@ -1,0 +1,61 @@
+"""junit.xml: one test case per run, so CI systems list and count the night's runs.
+An unexpected verdict is a failure carrying the anomalies; a harness failure is an
+error carrying its reason (or the log's last lines)."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from .results import HARNESS_FAILED, RunRow
+
+
+def failure_text(row: RunRow) -> str:
+    lines = [f"verdict {row.verdict}, expected {row.expected}"]
+    for checker, count in sorted(row.anomalies.items()):
+        lines.append(f"{checker}: {count} anomal{'y' if count == 1 else 'ies'}")
+    if row.report:
+        lines.append(f"report: {row.report}")
+    lines.append(f"repeat: {row.command}")
+    return "\n".join(lines)
+
+
+def write_junit(rows: list[RunRow], path: Path, wall_s: float) -> None:
+    failures = sum(1 for r in rows if not r.passed and r.verdict != HARNESS_FAILED)
+    errors = sum(1 for r in rows if r.verdict == HARNESS_FAILED)
+    suites = ET.Element("testsuites")
+    suite = ET.SubElement(
+        suites,
+        "testsuite",
+        name="txnchaos-nightly",
+        tests=str(len(rows)),
+        failures=str(failures),
+        errors=str(errors),
+        skipped="0",
+        time=f"{wall_s:.1f}",
+    )
+    for r in rows:
+        case = ET.SubElement(
+            suite,
+            "testcase",
+            classname=f"txnchaos.nightly.{r.scenario}",
+            name=f"{r.scenario} seed={r.seed}",
+            time=f"{r.wall_s:.1f}",
+        )
+        if r.verdict == HARNESS_FAILED:
+            error = ET.SubElement(case, "error", message="the harness failed", type="harness")
+            error.text = f"{r.failure or ''}\nrepeat: {r.command}\nlog: {r.log}"
+        elif not r.passed:
+            anomalies = ", ".join(f"{k}={v}" for k, v in sorted(r.anomalies.items()))
+            message = f"{r.verdict} (expected {r.expected})"
+            failure = ET.SubElement(
+                case,
+                "failure",
+                message=f"{message}: {anomalies}" if anomalies else message,
+                type=r.verdict,
+            )
+            failure.text = failure_text(r)
+        out = ET.SubElement(case, "system-out")
+        out.text = f"run directory: {r.run_dir}\nlog: {r.log}"
+    ET.indent(suites)
+    ET.ElementTree(suites).write(path, encoding="utf-8", xml_declaration=True)

@@ -1,0 +1,116 @@
+"""What one finished nightly run says, read from its run directory (verdict.json,
+run.json) into one summary row."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+VALID = "valid"
+INVALID = "invalid"
+HARNESS_FAILED = "harness_failed"
+
+
+@dataclass
+class RunRow:
+    index: int
+    scenario: str
+    scenario_file: str
+    seed: int
+    verdict: str  # valid | invalid | harness_failed
+    expected: str  # the scenario's expected verdict
+    exit_code: int
+    wall_s: float
+    started: str  # ISO-8601, UTC
+    run_dir: str  # relative to the night's directory
+    log: str
+    command: str  # repeats this run exactly
+    report: str | None = None
+    anomalies: dict[str, int] = field(default_factory=dict)  # checker -> anomalies
+    committed: int | None = None
+    throughput: float | None = None  # committed transactions per workload second
+    faults: dict[str, int] = field(default_factory=dict)  # kind -> faults injected
+    failure: str | None = None  # why the harness failed, or what went wrong
+
+    @property
+    def passed(self) -> bool:
+        return self.verdict == self.expected
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["passed"] = self.passed
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RunRow:
+        known = {f for f in cls.__dataclass_fields__}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+
+def _json(path: Path) -> dict[str, Any] | None:
+    try:
+        value = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def verdict_of(exit_code: int, verdict: dict[str, Any] | None) -> str:
+    if verdict is not None and verdict.get("status") in (VALID, INVALID) and exit_code in (0, 1):
+        return str(verdict["status"])
+    return HARNESS_FAILED
+
+
+def anomalies_by_checker(verdict: dict[str, Any]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for name, checker in (verdict.get("checkers") or {}).items():
+        if not isinstance(checker, dict) or checker.get("status") != INVALID:
+            continue
+        count = checker.get("anomaly_count")
+        out[str(name)] = int(count) if isinstance(count, int) and count > 0 else 1
+    return out
+
+
+def faults_by_kind(verdict: dict[str, Any]) -> dict[str, int]:
+    kinds = Counter(str(f.get("kind")) for f in verdict.get("faults") or [] if isinstance(f, dict))
+    return dict(sorted(kinds.items()))
+
+
+def throughput_of(verdict: dict[str, Any]) -> tuple[int | None, float | None]:
+    """(committed transactions, per second of workload) from the verdict's stats."""
+    committed = ((verdict.get("stats") or {}).get("transactions") or {}).get("committed")
+    run = verdict.get("run") or {}
+    started, ended = run.get("workload_started_ns") or run.get("started_ns"), run.get("ended_ns")
+    if not isinstance(committed, int):
+        return None, None
+    if isinstance(started, int) and isinstance(ended, int) and ended > started:
+        return committed, round(committed / ((ended - started) / 1e9), 2)
+    return committed, None
+
+
+def last_lines(path: Path, n: int = 15) -> str:
+    try:
+        lines = path.read_text(errors="replace").splitlines()
+    except OSError:
+        return ""
+    return "\n".join(lines[-n:])
+
+
+def fill_from_run_dir(row: RunRow, night_dir: Path) -> RunRow:
+    """Complete ``row`` (its exit code known) from what the run directory holds."""
+    run_dir = night_dir / row.run_dir
+    verdict = _json(run_dir / "verdict.json")
+    row.verdict = verdict_of(row.exit_code, verdict)
+    if verdict is not None:
+        row.anomalies = anomalies_by_checker(verdict)
+        row.faults = faults_by_kind(verdict)
+        row.committed, row.throughput = throughput_of(verdict)
+    if (run_dir / "report.html").is_file():
+        row.report = f"{row.run_dir}/report.html"
+    if row.verdict == HARNESS_FAILED:
+        run = _json(run_dir / "run.json") or {}
+        row.failure = str(run.get("failure") or "") or last_lines(night_dir / row.log)
+    return row

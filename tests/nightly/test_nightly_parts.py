@@ -1,0 +1,209 @@
+"""The nightly loop's parts without running a cluster: the plan (rotation, seeds,
+budget), what a run directory says, junit.xml, and the trend page across nights."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from txnchaos.harness.nightly.junit import write_junit
+from txnchaos.harness.nightly.pages import write_summary_html, write_trend
+from txnchaos.harness.nightly.plan import (
+    Budget,
+    PlanError,
+    load_all,
+    nth_run,
+    parse_duration,
+    scenario_files,
+)
+from txnchaos.harness.nightly.results import HARNESS_FAILED, RunRow, fill_from_run_dir
+
+SCENARIO = """name: {name}
+duration: {duration}
+workload:
+  topics: [{{name: events}}]
+  users: [{{kind: transactional_producer, topics: [events]}}]
+"""
+
+
+def scenario(tmp: Path, name: str, duration: int = 10) -> Path:
+    path = tmp / f"{name}.yaml"
+    path.write_text(SCENARIO.format(name=name, duration=duration))
+    return path
+
+
+def test_scenarios_rotate_and_seeds_count_up(tmp_path: Path) -> None:
+    scenario(tmp_path, "b")
+    scenario(tmp_path, "a")
+    (tmp_path / "notes.txt").write_text("not a scenario")
+    planned = load_all(scenario_files([tmp_path]))
+    runs = [nth_run(planned, 100, i) for i in range(1, 6)]
+    assert [(r.scenario.name, r.seed) for r in runs] == [
+        ("a", 100),
+        ("b", 101),
+        ("a", 102),
+        ("b", 103),
+        ("a", 104),
+    ]
+    assert runs[0].label == "001-a-seed100"
+
+
+def test_bad_inputs_are_refused_before_any_run(tmp_path: Path) -> None:
+    with pytest.raises(PlanError, match="no scenario files"):
+        scenario_files([tmp_path])
+    with pytest.raises(PlanError, match="no such"):
+        scenario_files([tmp_path / "missing.yaml"])
+    late = scenario(tmp_path, "late", duration=5)
+    late.write_text(
+        late.read_text()
+        + "nemesis: {actions: [{at: 4, kind: delay, duration: 3, rule: {ms: 10}}]}\n"
+    )
+    with pytest.raises(PlanError, match="ends after the workload"):
+        load_all([late])
+    assert load_all([late], duration=20)[0].scenario.name == "late"  # --duration fits it
+
+
+def test_budget_runs_or_time(tmp_path: Path) -> None:
+    planned = load_all([scenario(tmp_path, "a", duration=30)])
+    first, second = nth_run(planned, 1, 1), nth_run(planned, 1, 2)
+    assert Budget(runs=1).next_fits(first, 1e9, {})
+    assert not Budget(runs=1).next_fits(second, 0, {})
+    budget = Budget(seconds=200)
+    assert budget.next_fits(first, 0, {})  # 30 s + 120 s allowance
+    assert not budget.next_fits(first, 60, {})
+    assert budget.next_fits(second, 100, {"a": [90.0]})  # measured tonight: 90 s
+    assert not budget.next_fits(second, 120, {"a": [90.0]})
+    with pytest.raises(PlanError):
+        Budget()
+    with pytest.raises(PlanError):
+        Budget(runs=1, seconds=5)
+
+
+@pytest.mark.parametrize(
+    "text, seconds", [("90", 90), ("90s", 90), ("30m", 1800), ("8h", 28800), ("1h30m", 5400)]
+)
+def test_durations(text: str, seconds: float) -> None:
+    assert parse_duration(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["", "soon", "1.2.3m", "m", "0s", "5x"])
+def test_bad_durations(text: str) -> None:
+    with pytest.raises(PlanError):
+        parse_duration(text)
+
+
+def row(index: int, **fields: object) -> RunRow:
+    base: dict[str, object] = {
+        "index": index,
+        "scenario": "smoke",
+        "scenario_file": "scenarios/smoke.yaml",
+        "seed": 10 + index,
+        "verdict": HARNESS_FAILED,
+        "expected": "valid",
+        "exit_code": -1,
+        "wall_s": 12.0,
+        "started": "2026-11-25T20:00:00+00:00",
+        "run_dir": f"runs/{index:03d}",
+        "log": f"logs/{index:03d}.log",
+        "command": f"txnchaos run scenarios/smoke.yaml --seed {10 + index}",
+    }
+    return RunRow(**{**base, **fields})  # type: ignore[arg-type]
+
+
+def write_run(night: Path, r: RunRow, verdict: dict[str, object] | None) -> None:
+    run = night / r.run_dir
+    run.mkdir(parents=True)
+    (night / "logs").mkdir(exist_ok=True)
+    (night / r.log).write_text("starting\nTraceback: boom\nharness failed: no cluster\n")
+    if verdict is not None:
+        (run / "verdict.json").write_text(json.dumps(verdict))
+        (run / "report.html").write_text("<html></html>")
+    else:
+        (run / "run.json").write_text(json.dumps({"failure": "the cluster did not start"}))
+
+
+SEC = 1_000_000_000
+
+
+def verdict(status: str, anomalies: dict[str, int]) -> dict[str, object]:
+    checkers = {
+        name: {"status": "invalid" if n else "valid", "anomaly_count": n}
+        for name, n in {"aborted_read": 0, "lost_write": 0, **anomalies}.items()
+    }
+    return {
+        "status": status,
+        "checkers": checkers,
+        "stats": {"transactions": {"committed": 200, "aborted": 10}},
+        "run": {"workload_started_ns": 100 * SEC, "ended_ns": 140 * SEC},
+        "faults": [{"kind": "delay"}, {"kind": "kill"}, {"kind": "delay"}],
+    }
+
+
+def test_rows_from_run_directories_and_junit(tmp_path: Path) -> None:
+    night = tmp_path / "20261125-200000"
+    valid, invalid, failed = row(1, exit_code=0), row(2, exit_code=1), row(3, exit_code=2)
+    write_run(night, valid, verdict("valid", {}))
+    write_run(night, invalid, verdict("invalid", {"aborted_read": 3}))
+    write_run(night, failed, None)
+    rows = [fill_from_run_dir(r, night) for r in (valid, invalid, failed)]
+
+    assert (valid.verdict, valid.passed, valid.anomalies) == ("valid", True, {})
+    assert (valid.committed, valid.throughput) == (200, 5.0)
+    assert valid.faults == {"delay": 2, "kill": 1}
+    assert valid.report == "runs/001/report.html"
+    assert (invalid.verdict, invalid.passed) == ("invalid", False)
+    assert invalid.anomalies == {"aborted_read": 3}
+    assert (failed.verdict, failed.failure) == (HARNESS_FAILED, "the cluster did not start")
+    assert RunRow.from_json(json.loads(json.dumps(valid.to_json()))) == valid
+
+    write_junit(rows, night / "junit.xml", 99.0)
+    suite = ET.parse(night / "junit.xml").getroot().find("testsuite")
+    assert suite is not None
+    assert (suite.get("tests"), suite.get("failures"), suite.get("errors")) == ("3", "1", "1")
+    cases = suite.findall("testcase")
+    assert [c.get("name") for c in cases] == ["smoke seed=11", "smoke seed=12", "smoke seed=13"]
+    assert cases[0].find("failure") is None and cases[0].find("error") is None
+    failure = cases[1].find("failure")
+    assert failure is not None and "aborted_read=3" in (failure.get("message") or "")
+    assert "txnchaos run scenarios/smoke.yaml --seed 12" in (failure.text or "")
+    error = cases[2].find("error")
+    assert error is not None and "the cluster did not start" in (error.text or "")
+
+
+def test_a_run_that_expects_invalid_passes_when_invalid(tmp_path: Path) -> None:
+    r = row(1, exit_code=1, expected="invalid")
+    write_run(tmp_path, r, verdict("invalid", {"hanging_transactions": 1}))
+    assert fill_from_run_dir(r, tmp_path).passed
+
+
+def test_trend_reads_every_night_and_skips_broken_ones(tmp_path: Path) -> None:
+    for name, rows in (
+        ("20261123-020000", [row(1, verdict="valid", throughput=50.0)]),
+        ("20261124-020000", [row(1, verdict="invalid", anomalies={"lost_write": 2})]),
+    ):
+        night = tmp_path / name
+        night.mkdir()
+        summary = {"started": name, "night": name, "runs": [r.to_json() for r in rows]}
+        (night / "summary.json").write_text(json.dumps(summary))
+        write_summary_html(
+            {
+                **summary,
+                "wall_s": 1.0,
+                "seed_base": 1,
+                "repeat": "txnchaos nightly",
+                "stopped": None,
+                "totals": {"runs": 1, "passed": 1, "invalid": 0, "harness_failed": 0},
+            },
+            rows,
+            night / "summary.html",
+        )
+    (tmp_path / "20261125-020000").mkdir()
+    (tmp_path / "20261125-020000" / "summary.json").write_text("{not json")
+    page = write_trend(tmp_path).read_text()
+    assert page.index("20261123-020000") < page.index("20261124-020000")
+    assert "20261125-020000" not in page
+    assert "lost_write: 2" in page and "50.0" in page
+    assert 'href="20261123-020000/summary.html"' in page
