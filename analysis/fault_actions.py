@@ -131,9 +131,11 @@ def _effect(records: list[dict[str, Any]], unit: str, scheduled: bool) -> str:
 
 
 def _unit(kind: str) -> str:
-    if kind in ("delay", "drop_request", "drop_response", "reorder", "duplicate"):
-        return "request"
-    return "record"
+    """What one fault-log record of this kind is: a frame a proxy rule acted on, or a
+    fault of its own (a link shaped, a node killed, a client crashed)."""
+    from ..harness.faults.proxy.rules import FRAME_KINDS
+
+    return "request" if kind in FRAME_KINDS else "record"
 
 
 def _heals(action: dict[str, Any], record: dict[str, Any], end_ns: int) -> bool:

@@ -74,8 +74,16 @@ def anomalies_by_checker(verdict: dict[str, Any]) -> dict[str, int]:
     return out
 
 
-def faults_by_kind(verdict: dict[str, Any]) -> dict[str, int]:
-    kinds = Counter(str(f.get("kind")) for f in verdict.get("faults") or [] if isinstance(f, dict))
+def faults_by_kind(run_dir: Path) -> dict[str, int]:
+    """The run's scheduled faults by kind (schedule.json: one entry per fault, where the
+    fault log has one record per frame a rule touched)."""
+    try:
+        schedule = json.loads((run_dir / "schedule.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(schedule, list):
+        return {}
+    kinds = Counter(str(f.get("kind")) for f in schedule if isinstance(f, dict))
     return dict(sorted(kinds.items()))
 
 
@@ -104,9 +112,9 @@ def fill_from_run_dir(row: RunRow, night_dir: Path) -> RunRow:
     run_dir = night_dir / row.run_dir
     verdict = _json(run_dir / "verdict.json")
     row.verdict = verdict_of(row.exit_code, verdict)
+    row.faults = faults_by_kind(run_dir)
     if verdict is not None:
         row.anomalies = anomalies_by_checker(verdict)
-        row.faults = faults_by_kind(verdict)
         row.committed, row.throughput = throughput_of(verdict)
     if (run_dir / "report.html").is_file():
         row.report = f"{row.run_dir}/report.html"

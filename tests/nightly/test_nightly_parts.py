@@ -118,6 +118,12 @@ def write_run(night: Path, r: RunRow, verdict: dict[str, object] | None) -> None
     run.mkdir(parents=True)
     (night / "logs").mkdir(exist_ok=True)
     (night / r.log).write_text("starting\nTraceback: boom\nharness failed: no cluster\n")
+    schedule = [
+        {"at": 1.0, "kind": "delay"},
+        {"at": 2.0, "kind": "kill"},
+        {"at": 3, "kind": "delay"},
+    ]
+    (run / "schedule.json").write_text(json.dumps(schedule))
     if verdict is not None:
         (run / "verdict.json").write_text(json.dumps(verdict))
         (run / "report.html").write_text("<html></html>")
@@ -138,7 +144,7 @@ def verdict(status: str, anomalies: dict[str, int]) -> dict[str, object]:
         "checkers": checkers,
         "stats": {"transactions": {"committed": 200, "aborted": 10}},
         "run": {"workload_started_ns": 100 * SEC, "ended_ns": 140 * SEC},
-        "faults": [{"kind": "delay"}, {"kind": "kill"}, {"kind": "delay"}],
+        "faults": [{"kind": "delay"}] * 40,  # fault-log records: one per frame delayed
     }
 
 

@@ -15,6 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.conftest import child_commands
+from txnchaos.harness.run.scenario import load_scenario
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -53,6 +54,8 @@ def test_smoke_run_records_everything(tmp_path: Path) -> None:
 
     info = json.loads((out / "run.json").read_text())
     assert info["complete"] is True and info["seed"] == 1 and info["scenario"] == "smoke"
+    # the scenario as it ran, so that the run can be repeated or shrunk from its directory
+    assert load_scenario(out / "scenario.yaml") == load_scenario("scenarios/smoke.yaml")
     history = pq.read_table(out / "history.parquet").to_pylist()
     types = {r["type"] for r in history}
     assert {"init", "send", "commit", "abort", "poll", "send_offsets", "final_read"} <= types
