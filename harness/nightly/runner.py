@@ -4,13 +4,10 @@ its output kept in a log file beside the run directory."""
 from __future__ import annotations
 
 import shlex
-import signal
-import subprocess
-import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..run.child import run_in_child
 from .plan import PlannedRun
 
 
@@ -32,25 +29,6 @@ def shown(command: list[str]) -> str:
 
 
 def execute(run: PlannedRun, out: Path, log: Path, extra: list[str]) -> RunOutcome:
-    """Run it and wait. Ctrl-C is passed on to the run (which cleans up its cluster)
-    and re-raised once it has exited."""
-    argv = [sys.executable, "-m", "txnchaos.harness.cli", *run_command(run, out, extra)[1:]]
-    started = time.monotonic()
-    log.parent.mkdir(parents=True, exist_ok=True)
-    with log.open("wb") as sink:
-        child = subprocess.Popen(argv, stdout=sink, stderr=subprocess.STDOUT)
-        try:
-            code = child.wait()
-        except KeyboardInterrupt:
-            # A terminal's Ctrl-C reached the child too; a signal sent to us alone did not.
-            try:
-                child.wait(2)
-            except subprocess.TimeoutExpired:
-                child.send_signal(signal.SIGINT)
-            try:
-                child.wait(120)
-            except subprocess.TimeoutExpired:
-                child.kill()
-                child.wait()
-            raise
-    return RunOutcome(code, time.monotonic() - started)
+    """Run it and wait (Ctrl-C: see :func:`~..run.child.run_in_child`)."""
+    code, wall = run_in_child(run.path, out, ["--seed", str(run.seed), *extra], log)
+    return RunOutcome(code, wall)

@@ -6,9 +6,6 @@ against its prediction."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,6 +15,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ..nightly.results import HARNESS_FAILED, anomalies_by_checker
+from ..run.child import run_in_child
 from ..run.scenario import load_scenario
 from .catalogue import CatalogueError, Entry
 from .spec import Configuration
@@ -118,15 +116,12 @@ class ReproOptions:
 
 
 def run_one(scenario_file: Path, run_dir: Path, options: ReproOptions) -> tuple[int, float]:
-    argv = [sys.executable, "-m", "txnchaos.harness.cli", "run", str(scenario_file)]
-    argv += ["--out", str(run_dir)]
+    extra: list[str] = []
     if options.bootstrap:
-        argv += ["--launcher", "external", "--bootstrap", options.bootstrap]
+        extra += ["--launcher", "external", "--bootstrap", options.bootstrap]
     if options.duration is not None:
-        argv += ["--duration", f"{options.duration:g}"]
-    started = time.monotonic()
-    code = subprocess.call(argv)
-    return code, time.monotonic() - started
+        extra += ["--duration", f"{options.duration:g}"]
+    return run_in_child(scenario_file, run_dir, extra)
 
 
 def reproduce(entry: Entry, options: ReproOptions, console: Console) -> int:

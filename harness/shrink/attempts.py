@@ -4,8 +4,6 @@ flag it), within a wall-time budget."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -14,6 +12,7 @@ from pathlib import Path
 import yaml
 
 from ..repro.command import judge
+from ..run.child import run_in_child
 from .search import BudgetSpent, Scenario
 
 
@@ -39,12 +38,8 @@ class Attempts:
         scenario_file = self.directory / f"{name}.yaml"
         scenario_file.write_text(yaml.safe_dump(candidate, sort_keys=False))
         run_dir = self.directory / name
-        argv = [sys.executable, "-m", "txnchaos.harness.cli", "run", str(scenario_file)]
-        argv += ["--out", str(run_dir)]
-        t0 = time.monotonic()
-        with (self.directory / f"{name}.log").open("wb") as sink:
-            code = subprocess.call(argv, stdout=sink, stderr=subprocess.STDOUT)
-        self.walls.append(time.monotonic() - t0)
+        code, wall = run_in_child(scenario_file, run_dir, log=self.directory / f"{name}.log")
+        self.walls.append(wall)
         verdict, anomalies = judge(run_dir, code)
         if verdict == "harness_failed":
             self.log(f"  {name}: the harness failed (see {name}.log); counted as passing")
