@@ -2,26 +2,20 @@
 
 from __future__ import annotations
 
-import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from .base import FaultContext
-from .process import ProcessFault
+from .process import LastingProcessFault
 
 if TYPE_CHECKING:
-    from ..schedule import ScheduledFault
+    from ...launch.base import ClusterHandle
 
 
-class KillFault(ProcessFault):
+class KillFault(LastingProcessFault):
     name = "kill"
-    heals = True
-    needs_duration = True
+    done = "killed"
 
-    def apply(self, context: FaultContext, index: int, fault: ScheduledFault) -> None:
-        assert fault.node is not None
-        started = time.time()
-        context.handle.kill(fault.node)
-        context.activate(index, fault, started, fault.node, f"node {fault.node} killed")
+    def act(self, handle: ClusterHandle, node: int) -> None:
+        handle.kill(node)
 
-    def heal(self, context: FaultContext, undo: Any) -> None:
-        context.handle.restart(undo)
+    def undo(self, handle: ClusterHandle, node: int) -> None:
+        handle.restart(node)

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import random
+import time
 from typing import TYPE_CHECKING, Any
 
-from .base import Family, FaultBase, ScheduleError, TargetField
+from .base import Family, FaultBase, FaultContext, ScheduleError, TargetField
 
 if TYPE_CHECKING:
-    from ..schedule import RandomNemesis, Targets, TimedAction
+    from ...launch.base import ClusterHandle
+    from ..schedule import RandomNemesis, ScheduledFault, Targets, TimedAction
 
 
 class ProcessFault(FaultBase):
@@ -37,3 +39,27 @@ class ProcessFault(FaultBase):
         self, rng: random.Random, gen: RandomNemesis, targets: Targets
     ) -> dict[str, Any]:
         return {"node": rng.choice(sorted(targets.nodes))}
+
+
+class LastingProcessFault(ProcessFault):
+    """A node fault that lasts ``duration``: done to the node now (``act``), undone when
+    it heals (``undo``); ``done`` words it in the fault log (``node 2 killed``)."""
+
+    heals = True
+    needs_duration = True
+    done = ""
+
+    def act(self, handle: ClusterHandle, node: int) -> None:
+        raise NotImplementedError
+
+    def undo(self, handle: ClusterHandle, node: int) -> None:
+        raise NotImplementedError
+
+    def apply(self, context: FaultContext, index: int, fault: ScheduledFault) -> None:
+        assert fault.node is not None
+        started = time.time()
+        self.act(context.handle, fault.node)
+        context.activate(index, fault, started, fault.node, f"node {fault.node} {self.done}")
+
+    def heal(self, context: FaultContext, undo: Any) -> None:
+        self.undo(context.handle, undo)
