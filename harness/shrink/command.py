@@ -11,6 +11,7 @@ from typing import Any
 import yaml
 from rich.console import Console
 
+from ..nightly.results import anomalies_by_checker
 from ..run.scenario import ScenarioError, load_scenario
 from .attempts import Attempts
 from .search import BudgetSpent, Scenario, Search, size_of, with_actions
@@ -37,11 +38,7 @@ def original(run_dir: Path, scenario_file: Path | None) -> tuple[Scenario, set[s
     verdict = _json(run_dir / "verdict.json")
     if not isinstance(verdict, dict) or verdict.get("status") != "invalid":
         raise ShrinkError(f"{run_dir} is not an invalid run: nothing to shrink")
-    flagged = {
-        str(name)
-        for name, c in (verdict.get("checkers") or {}).items()
-        if isinstance(c, dict) and c.get("status") == "invalid"
-    }
+    flagged = set(anomalies_by_checker(verdict))
     source = scenario_file or run_dir / "scenario.yaml"
     if not source.is_file():
         raise ShrinkError(
