@@ -177,13 +177,14 @@ class NodeSettings:
 
     def overrides_as_pairs(self) -> list[str]:
         return [
-            f"{name}={_render(value)}"
+            f"{name}={render_setting(value)}"
             for name, value in self.items()
             if value != SPECS[name].default
         ]
 
 
-def _render(value: Any) -> str:
+def render_setting(value: Any) -> str:
+    """A setting's value as ``--set KEY=VALUE`` takes it (booleans as true/false)."""
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)

@@ -9,7 +9,7 @@ from kio.schema.errors import ErrorCode
 from ..controller.topic_config import effective_topic_configs
 from ..metadata_source import MetadataSource
 from ..server.dispatch import ApiRegistry, RequestContext
-from ..settings import SPECS, NodeSettings
+from ..settings import SPECS, NodeSettings, render_setting
 from .metadata_api import ALL_CLUSTER_OPERATIONS, AUTHORIZED_OPERATIONS_OMITTED
 
 RESOURCE_TOPIC = 2
@@ -18,12 +18,6 @@ SOURCE_DYNAMIC_TOPIC = 1
 SOURCE_STATIC_BROKER = 4
 SOURCE_DEFAULT = 5
 CONFIG_TYPE = {bool: 1, str: 2, int: 5}
-
-
-def _render(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
 
 
 class DescribeApis:
@@ -91,7 +85,7 @@ class DescribeApis:
                                 SOURCE_DEFAULT if value == spec.default else SOURCE_STATIC_BROKER
                             )
                             result["configs"].append(
-                                self._entry(name, _render(value), source, spec.kind)
+                                self._entry(name, render_setting(value), source, spec.kind)
                             )
             else:
                 result["error_code"] = ErrorCode.invalid_request

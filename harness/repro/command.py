@@ -14,6 +14,7 @@ import yaml
 from rich.console import Console
 from rich.table import Table
 
+from ...cluster.settings import render_setting
 from ..nightly.results import HARNESS_FAILED, anomalies_by_checker
 from ..run.child import run_in_child
 from ..run.scenario import load_scenario
@@ -79,10 +80,6 @@ def write_scenario(data: dict[str, Any], path: Path) -> None:
     load_scenario(path)  # the derived file is valid whenever its entry is
 
 
-def shown(value: str | int | bool) -> str:
-    return ("true" if value else "false") if isinstance(value, bool) else str(value)
-
-
 def predicted_text(config: Configuration) -> str:
     names = ", ".join(config.expect.anomalies)
     return f"{config.expect.verdict} ({names})" if names else config.expect.verdict
@@ -141,7 +138,7 @@ def reproduce(entry: Entry, options: ReproOptions, console: Console) -> int:
         write_scenario(scenario, scenario_file)
         run_dir = options.out / name
         pairs = (config.settings if config else {}).items()
-        settings = ", ".join(f"{k}={shown(v)}" for k, v in pairs)
+        settings = ", ".join(f"{k}={render_setting(v)}" for k, v in pairs)
         console.rule(f"{entry.name} / {name}" + (f": {settings}" if settings else ""))
         code, wall = run_one(scenario_file, run_dir, options)
         verdict, anomalies = judge(run_dir, code)
@@ -214,7 +211,7 @@ def show_catalogue(entries: dict[str, Entry], console: Console) -> None:
         console.print(f"  seed section: {row['seed_section']}", soft_wrap=True)
         console.print(f"  a user sees:  {row['symptom']}", soft_wrap=True)
         for name, c in row["configurations"].items():
-            settings = ", ".join(f"{k}={shown(v)}" for k, v in c["settings"].items())
+            settings = ", ".join(f"{k}={render_setting(v)}" for k, v in c["settings"].items())
             settings = settings or "as shipped"
             console.print(f"  {name}: {settings} -> {c['predicts']}", soft_wrap=True)
         console.print(f"  run: txnchaos repro {row['name']}", soft_wrap=True)

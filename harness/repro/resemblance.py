@@ -7,8 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from ...cluster.settings import render_setting
 from .catalogue import CatalogueError, Entry, load_catalogue
-from .command import shown
 
 
 @dataclass(frozen=True)
@@ -47,7 +47,7 @@ def resembling(
         for name, config in entry.spec.configurations.items():
             if config.expect.verdict != "invalid" or not set(config.expect.anomalies) <= flagged:
                 continue
-            pairs = {f"{k}={shown(v)}" for k, v in config.settings.items()}
+            pairs = {f"{k}={render_setting(v)}" for k, v in config.settings.items()}
             if pairs and pairs <= have:
                 strong.append(Resemblance(entry, name, True))
             else:

@@ -46,6 +46,7 @@ from pydantic import (
 )
 
 from ...cluster.cpu_placement import parse_cpu_list
+from ...cluster.settings import render_setting
 from ..launch.metrics_urls import metrics_url_problem
 from ..nemesis.schedule import NemesisConfig
 from ..repro.spec import ReproSpec
@@ -96,10 +97,7 @@ class ClusterConfig(_Model):
         return value
 
     def setting_pairs(self) -> list[str]:
-        def render(v: str | int | bool) -> str:
-            return ("true" if v else "false") if isinstance(v, bool) else str(v)
-
-        return [f"{k}={render(v)}" for k, v in sorted(self.settings.items())]
+        return [f"{k}={render_setting(v)}" for k, v in sorted(self.settings.items())]
 
 
 class FinalPhase(_Model):
