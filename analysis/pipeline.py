@@ -1,8 +1,8 @@
 """The analysis pipeline: run directory -> verdict.json + report.html.
 
-``analyze(run_dir, master=None) -> Verdict`` does the work; ``main_analyze(run_dir, master)``
-is what ``txnchaos analyze`` (and ``txnchaos run``) call: it prints a summary and returns the exit
-code — 0 valid, 1 anomalies found, 2 the run directory is unreadable (message on stderr).
+``analyze(run_dir, master=None) -> Verdict`` does the work; ``txnchaos analyze`` and ``txnchaos
+run`` reach it through analyze.py, which judges small histories with the plain-Python reference
+engine instead (``--engine``).
 
 Cost model: the checkers only *describe* Spark DataFrames of anomaly rows; the pipeline unions
 them and runs one job to materialise the (normally empty) anomaly set, then a few tiny jobs for
@@ -20,26 +20,24 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import partial, reduce
-from pathlib import Path
 from typing import Any
 
 from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from ..harness.history.run_dir import REPORT_HTML, VERDICT_JSON, RunDirError
+from ..harness.history.run_dir import RunDirError
 from ..harness.history.schema import MetricName
+from .assemble import AnomalyResults, anomaly_results, checker_verdicts, merge, write_verdict
 from .checkers.base import CheckOutput, Exact, Place
 from .checkers.context import CheckContext
 from .checkers.protocol import Checker
 from .checkers.registry import CHECKERS, schedule
 from .engine import (
-    SparkSettingsError,
     class_archive,
     get_session,
     history_rows,
@@ -48,20 +46,16 @@ from .engine import (
 )
 from .fault_actions import read_schedule
 from .load import load_run, prepare_run, unreadable_file
+from .load_stats import load_stats
 from .projections import Projections
-from .report_series import report_series
+from .report_series import MAX_PLOT_PARTITIONS, MAX_PLOT_POINTS
+from .report_series_spark import report_series
 from .summary import Summary, summarize
-from .verdict import INVALID, UNKNOWN, VALID, CheckerVerdict, Verdict, overall_status
+from .verdict import SPARK, Verdict, overall_status
 
 #: what runs when: derived from what each registered checker reads (checkers/registry.py)
 SCHEDULE = schedule(CHECKERS)
 SEC = 1_000_000_000
-MAX_PLOT_PARTITIONS = 10
-MAX_PLOT_POINTS = 400
-
-
-#: counts per (checker, kind), examples, anomalies per checker and second
-AnomalyResults = tuple[dict[tuple[str, str], int], list[dict[str, Any]], list[dict[str, Any]]]
 
 
 def _anomaly_results(frames: list[DataFrame], n_examples: int) -> AnomalyResults:
@@ -117,19 +111,6 @@ def _anomaly_results(frames: list[DataFrame], n_examples: int) -> AnomalyResults
             )
         if r["sec"] is not None:
             timeline.append({"checker": r["checker"], "sec": r["sec"], "n": int(r["sec_n"])})
-    examples.sort(key=lambda e: (e["checker"], e["kind"], e["time_ns"] is None, e["time_ns"] or 0))
-    return counts, examples, timeline
-
-
-def _merge(results: list[AnomalyResults]) -> AnomalyResults:
-    """One :func:`_anomaly_results` of several, for disjoint sets of checkers."""
-    counts: dict[tuple[str, str], int] = {}
-    examples: list[dict[str, Any]] = []
-    timeline: list[dict[str, Any]] = []
-    for c, e, t in results:
-        counts.update(c)
-        examples += e
-        timeline += t
     examples.sort(key=lambda e: (e["checker"], e["kind"], e["time_ns"] is None, e["time_ns"] or 0))
     return counts, examples, timeline
 
@@ -193,40 +174,6 @@ def _lso_series(data: Any) -> dict[str, Any]:
     return {"source": source, "series": {k: sorted(v) for k, v in series.items()}}
 
 
-def _verdicts(
-    outputs: list[CheckOutput],
-    counts: dict[tuple[str, str], int],
-    examples: list[dict[str, Any]],
-    n_examples: int,
-) -> dict[str, CheckerVerdict]:
-    result: dict[str, CheckerVerdict] = {}
-    for o in outputs:
-        kinds = {k: counts.get((o.name, k), 0) for k in o.kinds}
-        for r in o.rows:
-            kinds[r["kind"]] = kinds.get(r["kind"], 0) + int(r.get("weight", 1))
-        ex = [e for e in examples if e["checker"] == o.name]
-        by_kind: dict[str, int] = {}
-        for r in sorted(o.rows, key=lambda r: (r["time_ns"] is None, r["time_ns"] or 0)):
-            if by_kind.get(r["kind"], 0) < n_examples:
-                by_kind[r["kind"]] = by_kind.get(r["kind"], 0) + 1
-                ex.append(r)
-        ex.sort(key=lambda e: (e["kind"], e["time_ns"] is None, e["time_ns"] or 0))
-        total = sum(kinds.values())
-        status = INVALID if total else (UNKNOWN if o.unknown else VALID)
-        result[o.name] = CheckerVerdict(
-            name=o.name,
-            status=status,
-            definition=o.definition,
-            counts=kinds,
-            anomaly_count=total,
-            examples=[{k: v for k, v in e.items() if k != "checker"} for e in ex],
-            reason=o.unknown,
-            notes=o.notes,
-            checked=o.checked,
-        )
-    return result
-
-
 def _refine(ctx: CheckContext, outputs: list[CheckOutput], examples: list[dict[str, Any]]) -> None:
     """Fill in the LATER evidence fields of the examples from their exact records (one small
     Spark job over the few values and places the examples name)."""
@@ -273,9 +220,11 @@ def analyze(
     spark: SparkSession | None = None,
     examples: int = 5,
     write: bool = True,
+    input_uri: str | None = None,
 ) -> Verdict:
-    """Judge one run directory. Raises :class:`RunDirError` if it cannot be read (checked
-    before Spark starts)."""
+    """Judge one run directory (its Parquet files read by the executors from ``input_uri``, a
+    copy of it, if given: see input_uri.py). Raises :class:`RunDirError` if it cannot be read
+    (checked before Spark starts)."""
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
     run = prepare_run(run_dir)
@@ -285,7 +234,7 @@ def analyze(
     spark = spark or get_session(master, history_rows=rows)
     timings["spark_start_s"] = time.perf_counter() - t
     t = time.perf_counter()
-    data = load_run(spark, run)
+    data = load_run(spark, run, input_uri)
     tune_session(spark, rows)
 
     def summary_job() -> Summary:
@@ -355,7 +304,7 @@ def analyze(
     tc = time.perf_counter()
     with _adaptive(spark):
         groups = (partial(judge, g) for g in SCHEDULE.groups)
-        counts, ex, anomaly_tl = _merge(run_parallel(spark, *groups))
+        counts, ex, anomaly_tl = merge(run_parallel(spark, *groups))
     timings["anomaly_job_s"] = time.perf_counter() - tc
     outputs = [done[mod.NAME] for mod in CHECKERS]
     tc = time.perf_counter()
@@ -364,12 +313,11 @@ def analyze(
     timings["evidence_s"] = time.perf_counter() - tc
     timings["checkers_s"] = time.perf_counter() - t
     proj.release()
-    checkers = _verdicts(outputs, counts, ex, examples)
+    # rows the checkers over small inputs returned themselves, counted as the frames' are
+    direct = anomaly_results([r for o in outputs for r in o.rows], examples)
+    counts, ex, anomaly_tl = merge([(counts, ex, anomaly_tl), direct], examples)
+    checkers = checker_verdicts(outputs, counts, ex)
     schedule, schedule_note = read_schedule(run_dir)
-    for o in outputs:
-        for r in o.rows:
-            if r["time_ns"] is not None:
-                anomaly_tl.append({"checker": o.name, "sec": r["time_ns"] // SEC, "n": r["weight"]})
     verdict = Verdict(
         run_dir=str(run_dir),
         status=overall_status(checkers),
@@ -379,6 +327,7 @@ def analyze(
             "ops": sum(type_counts.values()),
             "ops_by_type": dict(sorted(type_counts.items())),
             "transactions": dict(sorted(txn_status.items())),
+            **load_stats(timeline, plots),
         },
         timings=timings,
         series={
@@ -391,15 +340,12 @@ def analyze(
         faults=data.faults,
         run=data.run.info,
         notes=list(run.notes) + ([schedule_note] if schedule_note else []),
+        engine=SPARK,
     )
     timings["total_s"] = time.perf_counter() - t0
     class_archive.build_later(run_dir)
     if write:
-        from .report import render_report
-
-        root = Path(run_dir)
-        verdict.write(root / VERDICT_JSON)
-        (root / REPORT_HTML).write_text(render_report(verdict), encoding="utf-8")
+        write_verdict(verdict, run_dir)
     return verdict
 
 
@@ -441,20 +387,7 @@ def _job(spark: SparkSession, what: str) -> Iterator[None]:
 
 
 def main_analyze(run_dir: str | os.PathLike[str], master: str | None = None) -> int:
-    """Entry point for ``txnchaos analyze RUN_DIR [--master URL]``: prints a summary, writes
-    verdict.json and report.html into RUN_DIR, returns 0 (valid), 1 (anomalies) or 2 (the run
-    directory is unreadable, or a ``TXNCHAOS_SPARK_*`` setting is bad)."""
-    try:
-        verdict = analyze(run_dir, master)
-    except (RunDirError, SparkSettingsError) as e:
-        print(f"txnchaos analyze: {e}", file=sys.stderr)
-        return 2
-    except Exception as e:  # a Spark job failed: one line if it was reading a broken file
-        unreadable = unreadable_file(e)
-        if unreadable is None:
-            raise
-        print(f"txnchaos analyze: {unreadable}", file=sys.stderr)
-        return 2
-    print(verdict.summary())
-    print(f"wrote {Path(run_dir) / VERDICT_JSON} and {Path(run_dir) / REPORT_HTML}")
-    return verdict.exit_code
+    """``txnchaos analyze RUN_DIR --engine spark``: see :func:`analysis.analyze.main_analyze`."""
+    from .analyze import main_analyze as main
+
+    return main(run_dir, master, SPARK)

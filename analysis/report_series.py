@@ -2,23 +2,24 @@
 transactions open over time — per time bucket, at most :data:`MAX_BUCKETS` buckets over the run,
 so the report of a 10M-event history is as small as one of 100 events.
 
-Both come from one Spark job of hash aggregations (fixed-width counts, no sort): latencies are
-counted per (bucket, type, logarithmic bin) — :data:`BINS_PER_DECADE` bins per power of ten, so a
-quantile read from the bins is within 6% of the exact one — and transactions per bucket of their
-begin and of their end (``Projections.txns``)."""
+Both come from counts, which either engine computes (report_series_spark.py: one Spark job of
+hash aggregations; reference/summary.py: plain Python): latencies per (bucket, type,
+logarithmic bin) — :data:`BINS_PER_DECADE` bins per power of ten, so a quantile read from the
+bins is within 6% of the exact one — and transactions per bucket of their begin and of their
+end; :func:`series_of_counts` turns them into the series."""
 
 from __future__ import annotations
 
 import math
 from typing import Any
 
-from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
-
 SEC = 1_000_000_000
 #: time buckets over a run, at most: ~one per pixel column of a chart
 MAX_BUCKETS = 300
 BINS_PER_DECADE = 20
+#: the LSO chart draws the most lagging partitions only, each with at most this many points
+MAX_PLOT_PARTITIONS = 10
+MAX_PLOT_POINTS = 400
 QUANTILES = (0.5, 0.95, 0.99)
 
 
@@ -40,64 +41,30 @@ def quantile_of_bins(bins: dict[int, int], q: float) -> float:
     return float(10 ** ((max(bins) + 0.5) / BINS_PER_DECADE))
 
 
-def report_series(h: DataFrame, txns: DataFrame, t0_ns: int, t1_ns: int) -> dict[str, Any]:
-    """Latency quantiles (ms) per (bucket, type) and open transactions per bucket, for a
-    history ``h`` spanning [t0_ns, t1_ns) and its transactions ``txns`` (``begin_ns``,
-    ``end_ns``)."""
+def bucket_of(t_ns: int, t0_ns: int, width_ns: int) -> int:
+    """The bucket of time ``t_ns`` as the Spark job computes it (a double division, floored)."""
+    return math.floor(float(t_ns - t0_ns) / float(width_ns))
+
+
+def latency_bin(latency_ns: int) -> int:
+    """The logarithmic bin of a latency (ns), :data:`BINS_PER_DECADE` per power of ten."""
+    return math.floor(math.log10(max(latency_ns, 1)) * BINS_PER_DECADE)
+
+
+def series_of_counts(
+    hist: dict[tuple[int, str], dict[int, int]], change: dict[int, int], t0_ns: int, t1_ns: int
+) -> dict[str, Any]:
+    """The report's latency quantiles and open transactions from latency counts per (bucket,
+    type) {bin: count} and the change of open transactions per bucket."""
     bucket_s = bucket_seconds(t1_ns - t0_ns)
     width = bucket_s * SEC
-
-    def bucket(col: str) -> Any:
-        return F.floor((F.col(col) - F.lit(t0_ns)) / F.lit(width)).cast("long")
-
-    first = F.col("item").isNull() | (F.col("item") == 0)
-    lat = F.col("complete_ns") - F.col("invoke_ns")
-    latency = (
-        h.filter(first & F.col("complete_ns").isNotNull() & (lat >= 0))
-        .groupBy(
-            bucket("invoke_ns").alias("b"),
-            "type",
-            F.floor(F.log10(F.greatest(lat, F.lit(1))) * BINS_PER_DECADE).alias("bin"),
-        )
-        .agg(F.count(F.lit(1)).alias("n"))
-    )
-    ends = F.col("end_ns").isNotNull()
-    open_ = (
-        txns.select(bucket("begin_ns").alias("b"), F.lit(1).alias("d"))
-        .unionByName(
-            txns.filter(ends).select((bucket("end_ns") + 1).alias("b"), F.lit(-1).alias("d"))
-        )
-        .groupBy("b")
-        .agg(F.sum("d").alias("n"))
-    )
-    rows = (
-        latency.select(F.lit("L").alias("tag"), "b", "type", "bin", "n")
-        .unionByName(
-            open_.select(
-                F.lit("T").alias("tag"),
-                "b",
-                F.lit(None).cast("string").alias("type"),
-                F.lit(None).cast("long").alias("bin"),
-                F.col("n").cast("long").alias("n"),
-            )
-        )
-        .collect()
-    )
-    hist: dict[tuple[int, str], dict[int, int]] = {}
-    change: dict[int, int] = {}
-    for r in rows:
-        if r["tag"] == "L":
-            hist.setdefault((int(r["b"]), r["type"]), {})[int(r["bin"])] = int(r["n"])
-        else:
-            change[int(r["b"])] = change.get(int(r["b"]), 0) + int(r["n"])
     lat_rows = []
     for (b, typ), bins in sorted(hist.items()):
         lat_rows.append(
             {
                 "t_ns": t0_ns + b * width,
                 "type": typ,
-                "n": sum(bins.values()),
-                **{f"p{round(q * 100)}_ms": quantile_of_bins(bins, q) / 1e6 for q in QUANTILES},
+                **percentiles(bins),
             }
         )
     open_rows = []
@@ -106,9 +73,23 @@ def report_series(h: DataFrame, txns: DataFrame, t0_ns: int, t1_ns: int) -> dict
     for b in range(min(change, default=0), last + 1):
         level += change.get(b, 0)
         open_rows.append({"t_ns": t0_ns + b * width, "open": level})
+    overall: dict[str, dict[int, int]] = {}
+    for (_b, typ), bins in hist.items():
+        merged = overall.setdefault(typ, {})
+        for k, n in bins.items():
+            merged[k] = merged.get(k, 0) + n
     return {
         "t0_ns": t0_ns,
         "bucket_s": bucket_s,
         "latency": lat_rows,
+        "latency_overall": {typ: percentiles(bins) for typ, bins in sorted(overall.items())},
         "open_txns": open_rows,
+    }
+
+
+def percentiles(bins: dict[int, int]) -> dict[str, float]:
+    """``n`` and the :data:`QUANTILES` (ms) of a latency histogram {bin: count}."""
+    return {
+        "n": sum(bins.values()),
+        **{f"p{round(q * 100)}_ms": quantile_of_bins(bins, q) / 1e6 for q in QUANTILES},
     }

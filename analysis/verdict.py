@@ -10,6 +10,9 @@ from pathlib import Path
 from typing import Any
 
 VALID, INVALID, UNKNOWN = "valid", "invalid", "unknown"
+#: the engines that judge a run; ``auto`` lets analysis/analyze.py choose by history size
+AUTO, SPARK, REFERENCE = "auto", "spark", "reference"
+ENGINES = (AUTO, SPARK, REFERENCE)
 
 
 @dataclass
@@ -38,6 +41,8 @@ class Verdict:
     run: dict[str, Any] = field(default_factory=dict)
     #: what reading the run directory skipped (torn lines of writers stopped mid-write)
     notes: list[str] = field(default_factory=list)
+    #: which engine judged: Spark, or the plain-Python reference checkers (small histories)
+    engine: str | None = None
 
     @property
     def valid(self) -> bool:
@@ -59,7 +64,8 @@ class Verdict:
         tmp.replace(p)
 
     def summary(self) -> str:
-        lines = [f"verdict: {self.status.upper()}  ({self.run_dir})"]
+        engine = f", judged by {self.engine}" if self.engine else ""
+        lines = [f"verdict: {self.status.upper()}  ({self.run_dir}{engine})"]
         for c in self.checkers.values():
             detail = (
                 ", ".join(f"{k}={v}" for k, v in c.counts.items() if v) if c.anomaly_count else ""
@@ -84,3 +90,15 @@ def overall_status(checkers: dict[str, CheckerVerdict]) -> str:
     if statuses == {UNKNOWN}:
         return UNKNOWN
     return VALID
+
+
+def anomalies_by_checker(verdict: dict[str, Any]) -> dict[str, int]:
+    """Anomalies per checker that found some, from a verdict.json (at least 1 per invalid
+    checker, whatever its count says)."""
+    out: dict[str, int] = {}
+    for name, checker in (verdict.get("checkers") or {}).items():
+        if not isinstance(checker, dict) or checker.get("status") != INVALID:
+            continue
+        count = checker.get("anomaly_count")
+        out[str(name)] = int(count) if isinstance(count, int) and count > 0 else 1
+    return out

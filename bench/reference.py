@@ -1,11 +1,11 @@
-"""Reference checkers against the Spark pipeline on small histories: seconds to judge synthetic
-histories of ~1k, ~10k and ~100k events with ``analysis.reference.judge`` (Parquet read
-included, one process) and with the Spark pipeline (``analyze``, in a fresh process per size:
-Spark start included, and without it).
+"""The reference engine against the Spark pipeline: wall seconds of the whole command
+``txnchaos analyze RUN_DIR --engine reference|spark`` (a fresh process each: start-up, Spark's
+JVM, verdict.json and report.html included) on synthetic histories of ~1k to ~300k events.
 
-    .venv/bin/python bench/reference.py [--sizes 1000,10000,100000] [--no-spark]
+    .venv/bin/python bench/reference.py [--sizes 1000,10000,100000,300000] [--no-spark]
 
-Not a timed test: it says where the reference is the faster judge of a small history.
+Not a timed test: it says up to which history size ``--engine auto`` picks the reference
+(``analysis/analyze.py`` REFERENCE_MAX_ROWS).
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import repo_root  # noqa: F401  (makes txnchaos_testing importable)
 
-from txnchaos.analysis.reference import judge
 from txnchaos_testing.synthetic import Synth, SynthConfig
 
 BASE = SynthConfig(seed=11, writers=6, partitions=6, consumers=3, poll_max=10, txns_per_writer=10)
@@ -36,48 +35,32 @@ def generate(root: Path, size: int) -> Path:
     return synth.write(root / f"h{size}")
 
 
-def time_reference(run_dir: Path) -> dict[str, float]:
+def time_command(run_dir: Path, engine: str) -> dict[str, float]:
+    """``txnchaos analyze RUN_DIR --engine ENGINE`` in a fresh process: wall seconds from its
+    start to its exit (verdict.json and report.html written; Spark's JVM start included)."""
+    cmd = [sys.executable, "-m", "txnchaos.harness.cli", "analyze", str(run_dir)]
     t = time.perf_counter()
-    judged = judge(run_dir)
-    total = time.perf_counter() - t
-    anomalies = sum(sum(j.counts.values()) for j in judged.values())
-    return {"reference_s": round(total, 3), "anomalies": anomalies}
-
-
-def time_spark(run_dir: Path) -> dict[str, float]:
-    """The pipeline in a fresh process (its JVM started for it)."""
-    code = (
-        "import json, sys\n"
-        "from txnchaos.analysis.pipeline import analyze\n"
-        "v = analyze(sys.argv[1], write=False)\n"
-        "print(json.dumps({'total_s': v.timings['total_s'],"
-        " 'spark_start_s': v.timings['spark_start_s']}))\n"
-    )
-    res = subprocess.run(
-        [sys.executable, "-c", code, str(run_dir)], capture_output=True, text=True, check=False
-    )
-    line = next((x for x in res.stdout.splitlines() if x.startswith("{")), None)
-    if line is None:
-        raise RuntimeError(f"spark analysis failed:\n{res.stderr[-3000:]}")
-    r = json.loads(line)
-    return {
-        "spark_s": round(r["total_s"], 2),
-        "spark_without_start_s": round(r["total_s"] - r["spark_start_s"], 2),
-    }
+    res = subprocess.run([*cmd, "--engine", engine], capture_output=True, text=True, check=False)
+    wall = time.perf_counter() - t
+    if res.returncode not in (0, 1):
+        raise RuntimeError(f"{engine} analysis failed:\n{res.stderr[-3000:]}")
+    verdict = json.loads((run_dir / "verdict.json").read_text())
+    assert verdict["engine"] == engine, verdict["engine"]
+    return {f"{engine}_s": round(wall, 2), f"{engine}_status": verdict["status"]}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--sizes", default="1000,10000,100000")
+    ap.add_argument("--sizes", default="1000,10000,100000,300000")
     ap.add_argument("--no-spark", action="store_true", help="time the reference only")
     args = ap.parse_args()
     root = Path(tempfile.mkdtemp(prefix="txnchaos-reference-"))
     for size in (int(x) for x in args.sizes.split(",")):
         d = generate(root, size)
         events = pq.read_metadata(d / "history.parquet").num_rows
-        r: dict[str, object] = {"target": size, "events": events, **time_reference(d)}
+        r: dict[str, object] = {"target": size, "events": events, **time_command(d, "reference")}
         if not args.no_spark:
-            r.update(time_spark(d))
+            r.update(time_command(d, "spark"))
         print(json.dumps(r), flush=True)
 
 

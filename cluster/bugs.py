@@ -72,6 +72,16 @@ BUG_SWITCHES: tuple[BugSwitch, ...] = (
         symptom="read_committed consumers read records of aborted transactions",
         site="cluster/broker/partition.py Partition.read",
     ),
+    BugSwitch(
+        setting="txnchaos.bug.two.phase.commit.timeout",
+        field="two_phase_commit_timeout",
+        report="KIP-939's guarantee broken (a participant aborting a prepared transaction)",
+        seed="seed 003 (KIP-939), Kafka as a Participant in 2PC: no timeout for 2PC",
+        symptom="a prepared two-phase-commit transaction is aborted once it has been open "
+        "longer than transaction.max.timeout.ms: the external coordinator's commit then "
+        "fails and the database and Kafka disagree",
+        site="cluster/coordinator/transactions/coordinator.py abort_timed_out_transactions",
+    ),
 )
 
 BY_SETTING: dict[str, BugSwitch] = {b.setting: b for b in BUG_SWITCHES}
@@ -86,6 +96,7 @@ class BugSwitches:
     coordinator_load_skips_pending_markers: bool = False
     lso_ignores_open_transactions: bool = False
     fetch_ignores_aborted_index: bool = False
+    two_phase_commit_timeout: bool = False
 
     @classmethod
     def from_settings(cls, settings: Any) -> BugSwitches:

@@ -144,6 +144,23 @@ class TransactionCounters(Collector):
             yield CounterMetricFamily(f"kafka_coordinator_transaction_{name}", doc, value=value)
 
 
+class TransactionOpenTimeGauge(Collector):
+    """KIP-939's ``kafka.server:type=transaction-coordinator-metrics,
+    name=active-transaction-open-time-max``: how long the oldest transaction still open
+    at this coordinator has been open (ms; 0 when none is). 2PC transactions never time
+    out, so this is how an operator sees one left prepared."""
+
+    def __init__(self, open_time_max_ms: Callable[[], int]) -> None:
+        self._open_time_max_ms = open_time_max_ms
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        yield GaugeMetricFamily(
+            "kafka_server_transaction_coordinator_metrics_active_transaction_open_time_max",
+            "Milliseconds the longest currently-open transaction has been open",
+            value=self._open_time_max_ms(),
+        )
+
+
 class TransactionMarkerGauges(Collector):
     """The coordinator's marker queue: Kafka's
     ``kafka.coordinator.transaction:type=TransactionMarkerChannelManager,

@@ -24,6 +24,7 @@ import json
 import logging
 import os
 import signal
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -58,9 +59,13 @@ from .metrics import (
     PartitionGauges,
     TransactionCounters,
     TransactionMarkerGauges,
+    TransactionOpenTimeGauge,
     VerificationMetrics,
 )
+from .net.client import use_sasl_for_peers
 from .producer_ids import ProducerIdBlocks
+from .security.install import AccessControl
+from .security.metrics import AuthenticationMetrics
 from .server.cluster_action import admin_prefixes, guard_server_only_apis
 from .server.dispatch import ApiRegistry
 from .server.limits import ConnectionLimits
@@ -132,7 +137,16 @@ class Node:
         self.transactions: TransactionCoordinator | None = None
         self.verifier: TxnVerifier | None = None
         self.offsets_verification: TxnOffsetVerification | None = None
+        self.access: AccessControl | None = None
+        security = config.settings.security
+        if security.active:
+            use_sasl_for_peers(security.inter_node)  # before any peer connection exists
+            self.access = AccessControl(security, self._topic_name)
         self._stopped = asyncio.Event()
+
+    def _topic_name(self, topic_id: uuid.UUID) -> str | None:
+        meta = None if self.source is None else self.source.view().topic_by_id(topic_id)
+        return None if meta is None else meta.name
 
     def placement(self) -> CoordinatorPlacement:
         """Where groups and transactional ids live (fixed by configuration)."""
@@ -257,13 +271,27 @@ class Node:
             if self.groups
             else None,
         ).register(self.registry)
-        if cfg.settings.get("txnchaos.cluster.action.authorization.enable"):
+        authorizing = self.access is not None and self.access.authorizer is not None
+        if cfg.settings.get("txnchaos.cluster.action.authorization.enable") and not authorizing:
             guard_server_only_apis(
                 self.registry,
                 admin_prefixes(cfg.settings.get("txnchaos.cluster.action.client.ids")),
             )
 
+        if self.access is not None:  # last: it guards every API registered above
+            self.metrics.add_collector(AuthenticationMetrics(self.access.authenticator))
+            self.access.install(
+                self.registry,
+                self.server,
+                controller_dir=cfg.data_dir / "controller" if self.hosts_controller else None,
+                controller=cfg.controller,
+                client_id=f"{NODE_CLIENT_PREFIX}{cfg.node_id}",
+                refresh_interval_s=cfg.settings.get("metadata.refresh.interval.ms") / 1000,
+            )
+
         await self.source.start()  # registered with the controller; the view is known
+        if self.access is not None:
+            await self.access.start()  # the controller's ACLs, before serving
         placement = self.placement()
         if self.groups is not None:
             await self.groups.start(placement.owned_partitions(cfg.node_id, KEY_TYPE_GROUP))
@@ -320,6 +348,9 @@ class Node:
         )
         self.transactions.register(self.registry)
         self.metrics.add_collector(TransactionCounters(self.transactions.counters))
+        self.metrics.add_collector(
+            TransactionOpenTimeGauge(self.transactions.active_transaction_open_time_max_ms)
+        )
         self.metrics.add_collector(TransactionMarkerGauges(self.transactions.markers))
 
     def _write_node_file(
@@ -344,6 +375,8 @@ class Node:
         log.info("node %d stopping", self.config.node_id)
         (self.config.data_dir / "node.json").unlink(missing_ok=True)
         await self.server.stop()
+        if self.access is not None:
+            await self.access.stop()
         if self.partitions is not None:
             await self.partitions.stop()
         if self.verifier is not None:

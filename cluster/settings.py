@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from .bugs import BUG_SWITCHES
+from .security.config import SecurityConfig
+from .security.sasl import SaslConfigError
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,7 +92,62 @@ _SPECS: tuple[SettingSpec, ...] = (
         str,
         "txnchaos-admin",
         "comma-separated client-id prefixes granted CLUSTER_ACTION besides the nodes "
-        "(operators: an admin abort is a WriteTxnMarkers; '' grants nobody)",
+        "(operators: an admin abort is a WriteTxnMarkers; '' grants nobody); with "
+        "authorizer.class.name set, ACLs decide instead",
+    ),
+    SettingSpec(
+        "listener.security.protocol",
+        str,
+        "PLAINTEXT",
+        "security protocol of the node's listener (clients and peers): PLAINTEXT or "
+        "SASL_PLAINTEXT (Kafka: the listener's entry in listener.security.protocol.map)",
+    ),
+    SettingSpec(
+        "sasl.enabled.mechanisms",
+        str,
+        "PLAIN",
+        "comma-separated SASL mechanisms offered: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512",
+    ),
+    SettingSpec(
+        "sasl.mechanism.inter.broker.protocol",
+        str,
+        "PLAIN",
+        "the mechanism nodes use towards each other (one of sasl.enabled.mechanisms)",
+    ),
+    SettingSpec(
+        "sasl.jaas.config",
+        str,
+        "",
+        'JAAS line: \'<LoginModule> required username="node" password="pw" user_node="pw" '
+        "user_alice=\"secret\";' (username/password: the nodes' own credentials; "
+        "user_<name>: the accepted users, for every mechanism)",
+    ),
+    SettingSpec(
+        "txnchaos.sasl.jaas.config.file",
+        str,
+        "",
+        "a file holding the sasl.jaas.config line (or a JAAS file's KafkaServer { ... }; "
+        "section) instead of the setting",
+    ),
+    SettingSpec(
+        "authorizer.class.name",
+        str,
+        "",
+        "non-empty (e.g. org.apache.kafka.metadata.authorizer.StandardAuthorizer) turns on "
+        "ACL authorization; needs SASL_PLAINTEXT",
+    ),
+    SettingSpec(
+        "super.users",
+        str,
+        "",
+        "principals allowed everything, separated by ';' (e.g. User:admin); the nodes' "
+        "own user always is one",
+    ),
+    SettingSpec(
+        "allow.everyone.if.no.acl.found",
+        bool,
+        False,
+        "allow an operation on a resource that has no ACL at all",
     ),
     SettingSpec(
         "txnchaos.late.transaction.buffer.ms",
@@ -152,6 +209,10 @@ class NodeSettings:
             raise SettingsError(
                 f"transaction.version: must be 0, 1 or 2, got {self._values['transaction.version']}"
             )
+        try:
+            self.security = SecurityConfig.from_settings(self._values.__getitem__)
+        except SaslConfigError as exc:
+            raise SettingsError(str(exc)) from None
         frame = self._values["socket.request.max.bytes"]
         if self._values["queued.max.request.bytes"] < frame + 4:
             raise SettingsError(

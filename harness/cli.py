@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from ..analysis.verdict import ENGINES as ANALYSIS_ENGINES
 from ..cluster.settings import NodeSettings, SettingsError
 from .cli_input import (
     LOG_LEVEL,
@@ -20,6 +21,7 @@ from .cli_input import (
     InputError,
     Seconds,
     check_bootstrap,
+    check_input_uri,
     check_master,
     check_metrics_urls,
 )
@@ -27,6 +29,7 @@ from .fuzz.command import fuzz_command
 from .launch.local import LaunchError, LocalCluster
 from .nightly.cli import nightly_command
 from .repro.cli import repro_command
+from .run.worker_cli import worker_command
 from .shrink.cli import shrink_command
 from .transactions_tool.command import transactions_command
 
@@ -420,6 +423,22 @@ def cluster_features(
     help="Run directory (default: runs/<scenario>-<time>-seed<N>).",
 )
 @click.option("--no-analyze", is_flag=True, help="Record only; judge later with `analyze`.")
+@click.option(
+    "--engine",
+    type=click.Choice(ANALYSIS_ENGINES),
+    default="auto",
+    show_default=True,
+    help="What judges the run: Spark, or the plain-Python reference checkers (no JVM); "
+    "auto: the reference for small histories.",
+)
+@click.option(
+    "--master",
+    "spark_master",
+    default=None,
+    callback=check_master,
+    help="Spark master URL that judges the run (default: local[2]); on a cluster the run "
+    "directory (--out) must be on a mount every worker shares.",
+)
 @click.option("--web", is_flag=True, help="Open locust's web UI (load tests); prints its URL.")
 @click.option(
     "--web-host",
@@ -433,6 +452,31 @@ def cluster_features(
     default=None,
     help="Port of the web UI (with --web; default or 0: a free one).",
 )
+@click.option(
+    "--workers",
+    type=click.IntRange(0, 256),
+    default=0,
+    help="locust's distributed mode: a master and this many worker processes here.",
+)
+@click.option(
+    "--expect-workers",
+    type=click.IntRange(0, 10_000),
+    default=0,
+    help="Workers from other machines (`txnchaos worker`) the master waits for.",
+)
+@click.option(
+    "--master-bind",
+    default=None,
+    metavar="HOST",
+    help="Address locust's master listens on (with --workers/--expect-workers; "
+    "default 127.0.0.1; 0.0.0.0 for other machines' workers).",
+)
+@click.option(
+    "--master-port",
+    type=PORT,
+    default=None,
+    help="Port of locust's master (default or 0: a free one).",
+)
 def run(
     scenario: Path,
     seed: int | None,
@@ -442,9 +486,15 @@ def run(
     duration: float | None,
     out: Path | None,
     no_analyze: bool,
+    engine: str,
+    spark_master: str | None,
     web: bool,
     web_host: str | None,
     web_port: int | None,
+    workers: int,
+    expect_workers: int,
+    master_bind: str | None,
+    master_port: int | None,
 ) -> None:
     """Run a scenario: cluster, workload and faults, then the verdict.
 
@@ -458,6 +508,9 @@ def run(
 
     if not web and (web_host is not None or web_port is not None):
         raise click.UsageError("--web-host and --web-port need --web")
+    distributed = workers + expect_workers > 0
+    if not distributed and (master_bind is not None or master_port is not None):
+        raise click.UsageError("--master-bind and --master-port need --workers or --expect-workers")
 
     try:
         parsed = load_scenario(scenario)
@@ -467,6 +520,12 @@ def run(
         raise InputError(f"--out {out} exists and is not empty: give a new run directory")
     _check_actions_heal(parsed, scenario, duration)
     external = (launcher or parsed.cluster.launcher) == "external"
+    master_bind = master_bind or "127.0.0.1"
+    if distributed:
+        try:
+            check_web_address(master_bind, master_port, "--master-bind", "locust's master")
+        except WebAddressError as exc:
+            raise InputError(str(exc)) from exc
     if external and not (bootstrap or parsed.cluster.bootstrap):
         raise click.UsageError("an external cluster needs --bootstrap HOST:PORT")
     if metrics_urls and not external:
@@ -485,9 +544,15 @@ def run(
         duration=duration,
         out=out,
         analyze=not no_analyze,
+        engine=engine,
+        spark_master=spark_master,
         web=web,
         web_host=web_host,
         web_port=web_port or None,
+        workers=workers,
+        expect_workers=expect_workers,
+        master_bind=master_bind,
+        master_port=master_port or None,
     )
     sys.exit(run_scenario(parsed, options))
 
@@ -511,13 +576,32 @@ def _check_actions_heal(parsed: Scenario, scenario: Path, duration: float | None
     callback=check_master,
     help="Spark master URL (default: local[2]); a real cluster for large histories.",
 )
-def analyze(run_dir: Path, master: str | None) -> None:
+@click.option(
+    "--engine",
+    type=click.Choice(ANALYSIS_ENGINES),
+    default="auto",
+    show_default=True,
+    help="Spark, or the plain-Python reference checkers (no JVM); auto: the reference for "
+    "small histories without --master. verdict.json says which judged.",
+)
+@click.option(
+    "--input-uri",
+    default=None,
+    metavar="URI",
+    callback=check_input_uri,
+    help="A copy of RUN_DIR that a cluster's executors read the history and metrics from "
+    "(hdfs://, s3a://, file:// on a shared mount; Spark engine). Default on a cluster: RUN_DIR's "
+    "absolute path, which must then be on a mount every worker shares.",
+)
+def analyze(run_dir: Path, master: str | None, engine: str, input_uri: str | None) -> None:
     """Judge a run directory: write verdict.json and report.html into it and print a
     summary. Exit code 0: valid; 1: anomalies found; 2: the run directory is
     unreadable (the message says what is missing or broken)."""
-    from ..analysis.pipeline import main_analyze
+    from ..analysis.analyze import main_analyze
 
-    sys.exit(main_analyze(run_dir, master))
+    if input_uri is not None and engine == "reference":
+        raise click.UsageError("--input-uri is for Spark's executors: not with --engine reference")
+    sys.exit(main_analyze(run_dir, master, engine, input_uri))
 
 
 # ---- txnchaos demo -------------------------------------------------------------------
@@ -553,6 +637,7 @@ def demo(brokers: int, transactions: int, partitions: int, data_dir: Path | None
 # ---- txnchaos fuzz, txnchaos nightly -----------------------------------------------------
 main.add_command(fuzz_command)
 main.add_command(nightly_command)
+main.add_command(worker_command)
 main.add_command(repro_command)
 main.add_command(shrink_command)
 

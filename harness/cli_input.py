@@ -125,6 +125,18 @@ def check_master(ctx: click.Context, param: click.Parameter, value: str | None) 
     return value
 
 
+def check_input_uri(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """``--input-uri``: a ``scheme://`` URI or an absolute path (as its ``file://`` URI)."""
+    if value is None:
+        return None
+    from ..analysis.input_uri import InputUriError, parse_input_uri
+
+    try:
+        return parse_input_uri(value)
+    except InputUriError as e:
+        raise click.BadParameter(str(e)) from None
+
+
 def check_metrics_urls(
     ctx: click.Context, param: click.Parameter, value: tuple[str, ...]
 ) -> dict[int, str]:

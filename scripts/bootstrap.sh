@@ -136,6 +136,16 @@ else
     log "java: $(java -version 2>&1 | head -n 1)"
 fi
 
+# ---------------------------------------------------------------- postgresql (dual-write tests)
+# The dual-write workload's PostgreSQL adapter is tested against a real server (initdb/postgres).
+if ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
+    log "postgresql: $(ls -d /usr/lib/postgresql/*/bin | head -n 1)"
+else
+    apt_install postgresql
+    ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || die "initdb still missing after installing postgresql"
+    log "postgresql: $(ls -d /usr/lib/postgresql/*/bin | head -n 1)"
+fi
+
 [ "$WANT_DOCKER" -eq 1 ] || {
     log "done"
     exit 0

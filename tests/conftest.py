@@ -1,14 +1,18 @@
-"""Shared fixtures: real node processes started with the local launcher."""
+"""Shared fixtures: real node processes started with the local launcher; one SparkSession."""
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from txnchaos.harness.launch.local import LocalCluster
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 
 def child_commands(pid: int) -> list[str]:
@@ -60,3 +64,14 @@ def fresh_cluster(tmp_path: Path) -> Iterator[LocalCluster]:
     cluster = start_cluster(tmp_path / "cluster", brokers=1)
     yield cluster
     cluster.down()
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[SparkSession]:
+    """One SparkSession for every test that judges with Spark (starting Spark costs seconds;
+    imported here only when a test asks for it)."""
+    from txnchaos.analysis.engine import get_session
+
+    session = get_session("local[2]", app_name="txnchaos-analysis-tests")
+    yield session
+    session.stop()

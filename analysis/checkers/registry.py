@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from . import (
     aborted_read,
     consume_transform_produce,
+    dual_write,
     duplicate,
     hanging_transactions,
     inconsistent_offsets,
@@ -36,6 +37,7 @@ CHECKERS: tuple[Checker, ...] = (
     consume_transform_produce,
     indeterminate_commit,
     hanging_transactions,
+    dual_write,
     metrics,
 )
 

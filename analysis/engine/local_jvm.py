@@ -82,7 +82,9 @@ class SparkSettingsError(ValueError):
 
 
 def is_local(master: str) -> bool:
-    return master.startswith("local")
+    """Whether ``master`` runs the whole analysis in this process's JVM (``local``,
+    ``local[N]``, ...); ``local-cluster[...]`` starts executor JVMs of its own, like a cluster."""
+    return master == "local" or master.startswith("local[")
 
 
 def local_cores(master: str) -> int:
@@ -156,14 +158,19 @@ def _size_setting(variable: str, default: str) -> str:
     return size
 
 
-def local_shuffle_partitions(rows: int, cores: int) -> int:
-    """Shuffle partitions for a local session judging ``rows`` history rows on ``cores``: one
-    per ``ROWS_PER_PARTITION`` rows, at least one per core once the work is worth splitting
-    (``MIN_PARALLEL_ROWS``), at most ``MAX_LOCAL_PARTITIONS``."""
+def shuffle_partitions(rows: int, cores: int) -> int:
+    """Shuffle partitions for ``rows`` history rows on ``cores`` executor cores: one per
+    ``ROWS_PER_PARTITION`` rows, at least one per core once the work is worth splitting
+    (``MIN_PARALLEL_ROWS``)."""
     n = -(-rows // ROWS_PER_PARTITION)
     if rows >= MIN_PARALLEL_ROWS:
         n = max(n, cores)
-    return max(1, min(MAX_LOCAL_PARTITIONS, n))
+    return max(1, n)
+
+
+def local_shuffle_partitions(rows: int, cores: int) -> int:
+    """:func:`shuffle_partitions` for a local session, at most ``MAX_LOCAL_PARTITIONS``."""
+    return min(MAX_LOCAL_PARTITIONS, shuffle_partitions(rows, cores))
 
 
 def local_java_options(history_rows: int | None) -> list[str]:

@@ -1,20 +1,23 @@
 """The SparkSession of an analysis: settings every session gets, plus local-only tuning
 (local_jvm.py, the class archive) for ``local[N]`` masters; a remote master (``--master
-spark://...``) gets only the common settings, its driver not bound to loopback."""
+spark://...``) gets only the common settings, its driver not bound to loopback, and keeps any
+setting its own configuration (spark-defaults.conf, ``spark-submit --conf``) gives."""
 
 from __future__ import annotations
 
 import os
 
 import pyarrow.parquet as pq
+from pyspark import SparkConf, SparkContext
 from pyspark.sql import SparkSession
 
 from ...harness.history.run_dir import RunDir
 from . import class_archive
-from .local_jvm import is_local, local_conf, local_cores, local_java_options
+from .local_jvm import is_local, local_conf, local_cores, local_java_options, shuffle_partitions
 from .local_jvm import local_shuffle_partitions as local_shuffle_partitions
 
 DEFAULT_MASTER = "local[2]"
+SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
 #: settings of every session, local or remote
 COMMON_CONF: dict[str, str] = {
     "spark.ui.enabled": "false",
@@ -62,6 +65,10 @@ def get_session(
     active = SparkSession.getActiveSession()
     if active is not None and (master is None or active.sparkContext.master == master):
         return active
+    if active is not None:
+        # one SparkContext per process: the builder would hand back this one, on the wrong
+        # master, with a warning only
+        active.stop()
     master = resolve_master(master)
     archive = class_archive.plan() if is_local(master) else None
     conf = session_conf(master, history_rows, archive.java_options() if archive else None)
@@ -73,9 +80,25 @@ def get_session(
     for key, value in conf.items():
         b = b.config(key, value)
     spark = b.getOrCreate()
+    # the driver's console: errors only (a failed task fails its job, whose exception reaches
+    # Python); executors on a cluster keep their own logging
+    spark.sparkContext.setLogLevel("ERROR")
     if is_local(master):
-        spark.sparkContext.setLogLevel("ERROR")
         class_archive.after_start(archive, spark.sparkContext._gateway)
+    return spark
+
+
+def submitted_session(app_name: str = "txnchaos-analysis") -> SparkSession:
+    """The session of a process ``spark-submit`` started: its master and settings (``--master``,
+    ``--conf``, spark-defaults.conf) as given, the common settings for what they leave unset,
+    and no local JVM tuning (spark-submit has started the JVM already)."""
+    SparkContext._ensure_initialized()  # the JVM spark-submit started, with its settings
+    conf = SparkConf()
+    for key, value in COMMON_CONF.items():
+        if not conf.contains(key):
+            conf.set(key, value)
+    spark = SparkSession.builder.appName(app_name).config(conf=conf).getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
     return spark
 
 
@@ -87,10 +110,17 @@ def history_rows(run: RunDir) -> int | None:
 
 
 def tune_session(spark: SparkSession, rows: int | None) -> None:
-    """Local sessions: shuffle partitions by the history's ``rows`` (None leaves them as they
-    are); a remote master keeps its own."""
-    master = str(spark.sparkContext.master)
-    if not is_local(master) or rows is None:
+    """Shuffle partitions by the history's ``rows`` (None leaves them as they are): on a local
+    master by its cores; on a cluster by its executor cores, unless its own configuration sets
+    them (Spark's default of 200 tasks per shuffle dwarfs a small history's work)."""
+    if rows is None:
         return
-    n = local_shuffle_partitions(rows, local_cores(master))
-    spark.conf.set("spark.sql.shuffle.partitions", str(n))
+    sc = spark.sparkContext
+    master = str(sc.master)
+    if is_local(master):
+        n = local_shuffle_partitions(rows, local_cores(master))
+    elif sc.getConf().contains(SHUFFLE_PARTITIONS):
+        return
+    else:
+        n = shuffle_partitions(rows, sc.defaultParallelism)
+    spark.conf.set(SHUFFLE_PARTITIONS, str(n))

@@ -5,7 +5,8 @@ tests hold Spark and reference to agree).  Entry point: :func:`judge`."""
 from .hanging import RunFacts, hanging_transactions
 from .history import Item, Op, ops_from_flat, read_history
 from .indexes import Indexes
-from .judge import HISTORY_CHECKERS, judge, run_facts
+from .judge import HISTORY_CHECKERS, judge, judge_indexes, run_facts
+from .metrics import metrics
 from .rows import Judged
 
 __all__ = [
@@ -17,6 +18,8 @@ __all__ = [
     "RunFacts",
     "hanging_transactions",
     "judge",
+    "judge_indexes",
+    "metrics",
     "ops_from_flat",
     "read_history",
     "run_facts",

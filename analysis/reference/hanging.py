@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...harness.history.dual_write_db import DualWriteDb
 from ...harness.history.final_state import CoordinatorTransaction, FinalState, OpenTransaction
 from ...harness.history.schema import MetricName
 from .rows import Judged, row
@@ -30,6 +31,10 @@ class RunFacts:
     faults: list[dict[str, Any]] = field(default_factory=list)
     transaction_max_timeout_ms: int = 900_000
     transaction_timeout_ms: int = 60_000
+    #: run.json's contents (started_ns, ended_ns, metrics_supported, ...)
+    info: dict[str, Any] = field(default_factory=dict)
+    #: the dual writers' databases at the end (dual_write_db.json); None: no dual writers
+    dual_write_db: DualWriteDb | None = None
 
 
 def _end_lso_lag(fs: FinalState, opens: list[OpenTransaction]) -> list[dict[str, Any]]:
@@ -185,10 +190,19 @@ def hanging_transactions(facts: RunFacts) -> Judged:
     if fs is not None:
         opens = fs.get("open_transactions") or []
         out.rows += _end_lso_lag(fs, opens)
+        out.checked["partitions"] = len(fs["partitions"])
         out.rows += _stale(fs, opens, facts.transaction_max_timeout_ms)
         out.rows += _mismatch(fs, opens)
+        if fs.get("coordinator_transactions") is None:
+            out.notes.append(
+                "the cluster exposes no coordinator state: coordinator_mismatch not checked"
+            )
+    else:
+        out.notes.append("no final_state.json: end-of-run rules not checked")
     if facts.metrics is not None:
         out.rows += _lso_stalls(facts, facts.metrics)
+    else:
+        out.notes.append("no harness LSO/high-watermark samples: lso_stall not checked")
     if fs is None and facts.metrics is None:
         out.unknown = "neither final_state.json nor LSO samples in the run directory"
     return out

@@ -102,8 +102,13 @@ def op_from_dict(d: Mapping[str, Any], items: Iterable[Mapping[str, Any]] = ()) 
 def ops_from_flat(table: pa.Table) -> list[Op]:
     """Ops from the flat history (one row per item; ``item`` null for an op without items),
     in the order of their first row, items in ``item`` order."""
-    rows: dict[tuple[str, int], tuple[dict[str, Any], list[tuple[int, dict[str, Any]]]]] = {}
-    for r in table.to_pylist():
+    return ops_from_rows(table.to_pylist())
+
+
+def ops_from_rows(flat: Iterable[Mapping[str, Any]]) -> list[Op]:
+    """Ops from the flat history's rows (see :func:`ops_from_flat`)."""
+    rows: dict[tuple[str, int], tuple[Mapping[str, Any], list[tuple[int, Mapping[str, Any]]]]] = {}
+    for r in flat:
         key = (r["process"], r["op_id"])
         entry = rows.get(key)
         if entry is None:

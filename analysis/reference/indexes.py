@@ -91,6 +91,12 @@ class Txn:
     commit_fail: bool = False
     abort_ok: bool = False
     abort_any: bool = False
+    #: history rows (one per item) of its sends, and of its acknowledged sends
+    n_sends: int = 0
+    n_acked: int = 0
+    has_offsets: bool = False
+    begin_ns: int | None = None  #: its first op's invocation
+    end_ns: int | None = None  #: its last commit or abort's completion
 
     @property
     def status(self) -> str:
@@ -112,6 +118,14 @@ def transactions(ops: Iterable[Op]) -> dict[tuple[str, int], Txn]:
         if op.txn is None or op.type not in TXN_TYPES:
             continue
         t = out.setdefault((op.process, op.txn), Txn())
+        if t.begin_ns is None or op.invoke_ns < t.begin_ns:
+            t.begin_ns = op.invoke_ns
+        if op.type in (E.COMMIT, E.ABORT) and op.complete_ns is not None:
+            t.end_ns = op.complete_ns if t.end_ns is None else max(t.end_ns, op.complete_ns)
+        if op.type == E.SEND:
+            t.n_sends += max(1, len(op.items))
+            t.n_acked += max(1, len(op.items)) if op.outcome == Outcome.OK else 0
+        t.has_offsets |= op.type == E.SEND_OFFSETS
         if op.type == E.COMMIT:
             if t.commit_invoke_ns is None or op.invoke_ns < t.commit_invoke_ns:
                 t.commit_invoke_ns = op.invoke_ns

@@ -9,11 +9,15 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from ...harness.history.compact import compact_to_parquet, read_faults
+from ...harness.history.dual_write_db import read_dual_write_db
 from ...harness.history.run_dir import open_run_dir
 from . import rules
+from .definitions import definition
+from .dual_write import dual_write
 from .hanging import RunFacts, hanging_transactions
 from .history import Op, read_history
 from .indexes import Indexes
+from .metrics import metrics
 from .rows import Judged
 
 #: the history checkers, in the pipeline's order
@@ -43,6 +47,8 @@ def run_facts(path: str | os.PathLike[str]) -> RunFacts:
         faults=read_faults(run.path).to_pylist(),
         transaction_max_timeout_ms=run.transaction_max_timeout_ms,
         transaction_timeout_ms=run.transaction_timeout_ms,
+        info=dict(run.info),
+        dual_write_db=read_dual_write_db(run.path),
     )
 
 
@@ -63,8 +69,14 @@ def judge(
         facts = facts or run_facts(Path(source))
     else:
         ops = source
-    ix = Indexes(ops)
-    out = {j.name: j for j in (check(ix) for check in HISTORY_CHECKERS)}
-    hanging = hanging_transactions(facts or RunFacts())
-    out[hanging.name] = hanging
-    return out
+    return judge_indexes(Indexes(ops), facts or RunFacts())
+
+
+def judge_indexes(ix: Indexes, facts: RunFacts) -> dict[str, Judged]:
+    """Per checker, in the order verdicts list them: its anomaly rows, notes and definition."""
+    out = [*(check(ix) for check in HISTORY_CHECKERS), hanging_transactions(facts)]
+    out.append(dual_write(ix.ops, facts.dual_write_db, facts.final_state))
+    out.append(metrics(ix, facts))
+    for j in out:
+        j.definition = definition(j.name)
+    return {j.name: j for j in out}

@@ -40,12 +40,17 @@ def row(
 
 @dataclass
 class Judged:
-    """One checker's rows, or the reason it could not judge the history."""
+    """One checker's rows, or the reason it could not judge the history; what it noted and
+    how much it checked (as the Spark checker's output says them)."""
 
     name: str
     kinds: tuple[str, ...]
     rows: list[Row] = field(default_factory=list)
     unknown: str | None = None
+    notes: list[str] = field(default_factory=list)
+    checked: dict[str, int] = field(default_factory=dict)
+    #: the checker's written definition (its Spark module's docstring: definitions.py)
+    definition: str = ""
 
     @property
     def counts(self) -> dict[str, int]:

@@ -83,6 +83,8 @@ def lost_write(ix: Indexes) -> Judged:
     if not ix.has_reads:
         out.unknown = "no reads in the history, so no write can be shown lost"
         return out
+    if not ix.has_final_read:
+        out.notes.append("no final read: only writes below offsets that were read are checked")
     for rec in ix.records.values():
         w = rec.write
         if rec.status != COMMITTED or w is None or rec.n_r or rec.write_failed is not False:
@@ -377,6 +379,8 @@ def consume_transform_produce(ix: Indexes) -> Judged:
         out.unknown = "no final read: the visible outputs are unknown"
         return out
     positions = committed_positions(ix)
+    if not positions:
+        out.notes.append("no send_offsets in a committed transaction: no input records to check")
     groups_of: dict[tuple[str, int], list[str]] = defaultdict(list)
     for group, tp in positions:
         groups_of[tp].append(group)

@@ -10,6 +10,7 @@ from typing import Any
 import jinja2
 
 from ..fault_actions import group_faults
+from ..load_stats import load_stats
 from ..report_series import bucket_seconds
 from ..verdict import Verdict
 from . import charts, page
@@ -74,7 +75,9 @@ def render_report(v: Verdict) -> str:
         for a in actions
     ]
     run: dict[str, Any] = {k: v.run.get(k, "—") for k in ("scenario", "seed", "cluster_kind")}
-    stats = {**v.stats, **{k: f"{s:.2f} s" for k, s in v.timings.items()}}
+    load = load_stats(ops, v.series)  # from the series: whichever engine judged the run
+    stats = {k: val for k, val in v.stats.items() if k != "latency_ms"}
+    stats.update({k: f"{s:.2f} s" for k, s in v.timings.items()})
     return _ENV.get_template("report.html.j2").render(
         v=v,
         run=run,
@@ -88,4 +91,5 @@ def render_report(v: Verdict) -> str:
         fault_rows=fault_rows,
         run_rows=page.key_values(v.run),
         stat_rows=page.key_values(stats),
+        load=load,
     )

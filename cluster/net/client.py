@@ -19,8 +19,10 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
-from ..protocol.codec import decode_response, encode_request
+from ..protocol.build import make
+from ..protocol.codec import decode_response, encode_request, request_class
 from ..protocol.framing import FrameBuffer, FrameTooLarge
+from ..security.sasl import AuthenticationFailed, SaslCredentials
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +35,21 @@ _CORRELATION = struct.Struct(">i")
 
 class PeerUnavailable(ConnectionError):
     """The peer could not be reached or the connection broke mid-request."""
+
+
+class PeerAuthenticationFailed(PeerUnavailable):
+    """The peer refused our SASL credentials (a client gives up instead of retrying)."""
+
+
+SASL_HANDSHAKE, SASL_AUTHENTICATE = 17, 36
+_peer_sasl: SaslCredentials | None = None
+
+
+def use_sasl_for_peers(credentials: SaslCredentials | None) -> None:
+    """This process is a node of a SASL cluster: its connections to peers authenticate
+    with ``credentials`` unless given others (one node per process)."""
+    global _peer_sasl
+    _peer_sasl = credentials
 
 
 def _expire(fut: asyncio.Future[Any]) -> None:
@@ -71,8 +88,17 @@ class _ResponseProtocol(asyncio.BufferedProtocol):
 
 
 class PeerConnection:
-    def __init__(self, host: str, port: int, *, client_id: str, connect_timeout: float = 5.0):
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        *,
+        client_id: str,
+        connect_timeout: float = 5.0,
+        sasl: SaslCredentials | None = None,
+    ):
         self.host = host
+        self.sasl = sasl if sasl is not None else _peer_sasl
         self.port = port
         self.client_id = client_id
         self.connect_timeout = connect_timeout
@@ -102,6 +128,49 @@ class PeerConnection:
         except (OSError, TimeoutError) as exc:
             raise PeerUnavailable(f"cannot connect to {self.host}:{self.port}: {exc}") from exc
         self._protocol = protocol
+        if self.sasl is not None:
+            try:
+                await asyncio.wait_for(self._authenticate(self.sasl), self.connect_timeout)
+            except AuthenticationFailed as exc:
+                self._close_now()
+                raise PeerAuthenticationFailed(
+                    f"SASL authentication to {self.host}:{self.port} failed: {exc}"
+                ) from exc
+            except TimeoutError as exc:
+                self._close_now()
+                raise PeerUnavailable(
+                    f"SASL authentication to {self.host}:{self.port} timed out"
+                ) from exc
+
+    async def _authenticate(self, credentials: SaslCredentials) -> None:
+        """SaslHandshake v1, then SaslAuthenticate rounds until the mechanism is done."""
+        handshake = await self._send(
+            make(request_class(SASL_HANDSHAKE, 1), mechanism=credentials.mechanism)
+        )
+        if handshake.error_code != 0:
+            raise AuthenticationFailed(
+                f"{credentials.mechanism} refused ({handshake.error_code.name}); the peer "
+                f"offers {list(handshake.mechanisms)}"
+            )
+        exchange = credentials.exchange()
+        token: bytes | None = exchange.first()
+        while token is not None:
+            answer = await self._send(make(request_class(SASL_AUTHENTICATE, 2), auth_bytes=token))
+            if answer.error_code != 0:
+                raise AuthenticationFailed(answer.error_message or answer.error_code.name)
+            token = exchange.answer(answer.auth_bytes)
+
+    def _send(self, request: Any) -> asyncio.Future[Any]:
+        """Write one request on the connection being set up (the caller holds the lock)."""
+        protocol = self._protocol
+        if protocol is None or protocol.transport is None:
+            raise PeerUnavailable(f"connection to {self.host}:{self.port} closed")
+        correlation_id = next(self._ids) & 0x7FFFFFFF
+        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        cls = type(request)
+        self._pending[correlation_id] = (cls.__api_key__, cls.__version__, fut)
+        protocol.transport.write(encode_request(correlation_id, request, self.client_id))
+        return fut
 
     def _deliver(self, frame: bytes) -> None:
         if len(frame) < 4:

@@ -98,6 +98,7 @@ class _Connection(asyncio.BufferedProtocol):
         self._reserved = 0  # request memory reserved for the partial frame
         self._wanted = 0  # request memory waited for
         self.last_active = _monotonic()
+        self.diverted: Callable[[bytes], bytes] | None = None  # see KafkaServer.divert_frames
 
     # -- asyncio.Protocol ------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -461,6 +462,9 @@ class KafkaServer:
         self._per_ip: collections.Counter[str] = collections.Counter()
         self._ids = itertools.count(1)
         self._idle_sweeper: asyncio.Task[None] | None = None
+        self.on_connection_closed: Callable[[int], None] | None = None
+        """Told the id of every connection that closed (per-connection state elsewhere,
+        e.g. a SASL session)."""
         self.protocol_errors = 0
         self.refused_connections = 0
         self.idle_closed = 0
@@ -502,6 +506,14 @@ class KafkaServer:
         if self._server is not None:
             await self._server.wait_closed()
 
+    def divert_frames(self, connection_id: int, reader: Callable[[bytes], bytes] | None) -> None:
+        """Hand a connection's next frames to ``reader`` (which returns the bytes to send
+        back, or raises CloseConnection) instead of the API handlers, until called again
+        with None: SASL tokens after SaslHandshake v0 are frames without a request header."""
+        conn = self._connections.get(connection_id)
+        if conn is not None:
+            conn.diverted = reader
+
     @property
     def connection_count(self) -> int:
         return len(self._connections)
@@ -524,6 +536,8 @@ class KafkaServer:
 
     def _remove_connection(self, conn: _Connection) -> None:
         self._connections.pop(conn.conn_id, None)
+        if self.on_connection_closed is not None:
+            self.on_connection_closed(conn.conn_id)
         self._per_ip[conn._ip] -= 1
         if self._per_ip[conn._ip] <= 0:
             del self._per_ip[conn._ip]
@@ -555,6 +569,9 @@ class KafkaServer:
         handler waits on a future (the connection is told when it is done); or a task
         finishing a handler that waits otherwise. Raises ProtocolError or
         CloseConnection to close the connection."""
+        diverted = conn.diverted
+        if diverted is not None:
+            return diverted(frame)
         started = _monotonic()  # what loop.time() returns, without two calls
         if len(frame) < _PREFIX.size:
             read_prefix(frame)  # raises the ProtocolError

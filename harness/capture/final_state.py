@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ..client_security import kafka_python_security
 from ..history.final_state import (
     CoordinatorTransaction,
     FinalPartition,
@@ -26,23 +28,29 @@ log = logging.getLogger(__name__)
 UNFINISHED_STATES = ("Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence")
 
 
-def _admin(bootstrap: str) -> Any | None:
+def _admin(bootstrap: str, security: Mapping[str, Any] | None = None) -> Any | None:
     from kafka.admin import KafkaAdminClient
 
     try:
-        return KafkaAdminClient(bootstrap_servers=bootstrap.split(","), request_timeout_ms=15000)
+        return KafkaAdminClient(
+            bootstrap_servers=bootstrap.split(","),
+            request_timeout_ms=15000,
+            **kafka_python_security(security),
+        )
     except Exception as exc:
         log.info("no admin client for the final state: %s", exc)
         return None
 
 
 def open_transactions(
-    bootstrap: str, partitions: list[FinalPartition]
+    bootstrap: str,
+    partitions: list[FinalPartition],
+    security: Mapping[str, Any] | None = None,
 ) -> list[OpenTransaction] | None:
     """Producers with an open transaction, per partition (DescribeProducers)."""
     from kafka import TopicPartition
 
-    admin = _admin(bootstrap)
+    admin = _admin(bootstrap, security)
     if admin is None:
         return None
     try:
@@ -70,9 +78,11 @@ def open_transactions(
     return out
 
 
-def coordinator_transactions(bootstrap: str) -> list[CoordinatorTransaction] | None:
+def coordinator_transactions(
+    bootstrap: str, security: Mapping[str, Any] | None = None
+) -> list[CoordinatorTransaction] | None:
     """Unfinished transactions as the coordinators see them."""
-    admin = _admin(bootstrap)
+    admin = _admin(bootstrap, security)
     if admin is None:
         return None
     try:
@@ -107,14 +117,18 @@ def coordinator_transactions(bootstrap: str) -> list[CoordinatorTransaction] | N
 
 
 def capture_final_state(
-    run_dir: Path, bootstrap: str, partitions: list[FinalPartition]
+    run_dir: Path,
+    bootstrap: str,
+    partitions: list[FinalPartition],
+    security: Mapping[str, Any] | None = None,
 ) -> FinalState:
-    """Write ``final_state.json`` and return it."""
+    """Write ``final_state.json`` and return it (``security``: the clients' SASL keys,
+    see ``harness.client_security``)."""
     state: FinalState = {
         "captured_ns": time.time_ns(),
         "partitions": partitions,
-        "open_transactions": open_transactions(bootstrap, partitions) or [],
-        "coordinator_transactions": coordinator_transactions(bootstrap),
+        "open_transactions": open_transactions(bootstrap, partitions, security) or [],
+        "coordinator_transactions": coordinator_transactions(bootstrap, security),
     }
     write_final_state(run_dir / FINAL_STATE_JSON, state)
     return state

@@ -13,6 +13,7 @@ import json
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TextIO
 
@@ -21,6 +22,9 @@ from prometheus_client.parser import text_string_to_metric_families
 from .periodic import PeriodicSampler
 
 SKIPPED_PREFIXES = ("python_", "process_", "txnchaos_request_seconds")
+
+Endpoints = Mapping[str, str] | Callable[[], Mapping[str, str]]
+"""Node name -> ``http://host:port/metrics``, or a function giving the current ones."""
 
 
 def parse_samples(text: str) -> list[tuple[str, dict[str, str], float]]:
@@ -40,7 +44,7 @@ class MetricsScraper(PeriodicSampler):
     def __init__(
         self,
         run_dir: Path,
-        endpoints: dict[str, str],
+        endpoints: Endpoints,
         *,
         interval: float = 1.0,
         timeout: float = 0.8,
@@ -48,11 +52,24 @@ class MetricsScraper(PeriodicSampler):
         super().__init__(interval)
         self.directory = run_dir / "metrics"
         self.directory.mkdir(parents=True, exist_ok=True)
-        self.endpoints = dict(endpoints)  # node name -> http://host:port/metrics
+        # A function is asked every round: a restarted container has a new published port.
+        self._endpoints = endpoints
         self.timeout = timeout
         self.rounds = 0
         self.failures = 0
         self._files: dict[str, TextIO] = {}
+
+    @property
+    def endpoints(self) -> dict[str, str]:
+        """The endpoints to scrape now (none, counted as a failure, if the function fails)."""
+        source = self._endpoints
+        if not callable(source):
+            return dict(source)
+        try:
+            return dict(source())
+        except Exception:
+            self.failures += 1
+            return {}
 
     def sample_once(self) -> int:
         """One round over every node; returns the number of samples written."""

@@ -14,6 +14,7 @@ import logging
 import time
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from ..history.schema import MetricName
 from ..workload.final_read import FinalReadError, list_ends
@@ -32,8 +33,10 @@ class OffsetsSampler(PeriodicSampler):
         partitions: Mapping[str, int],
         *,
         interval: float = 1.0,
+        security: Mapping[str, Any] | None = None,
     ) -> None:
         super().__init__(interval)
+        self.security = dict(security or {})
         self.path = run_dir / "metrics" / "harness.jsonl"
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.bootstrap = bootstrap
@@ -44,7 +47,12 @@ class OffsetsSampler(PeriodicSampler):
 
     def sample_once(self) -> bool:
         try:
-            ends = list_ends(self.bootstrap, self.partitions, timeout_s=max(self.interval * 5, 5))
+            ends = list_ends(
+                self.bootstrap,
+                self.partitions,
+                timeout_s=max(self.interval * 5, 5),
+                security=self.security,
+            )
         except (FinalReadError, Exception) as exc:  # the cluster may be mid-fault
             self.failures += 1
             log.debug("offset sample failed: %s", exc)

@@ -6,7 +6,8 @@ Modules: :mod:`.errors` (error classes per request), :mod:`.connection` (nodes, 
 features), :mod:`.metadata` (leaders, coordinators), :mod:`.producer_state` (id, epoch,
 sequences), :mod:`.txn_state` (the state machine), :mod:`.txn_manager` (coordinator
 requests), :mod:`.batch` and :mod:`.sender` (records and Produce), :mod:`.producer` (the API),
-:mod:`.group` (consumer group identity), :mod:`.bridge` (blocking use from threads/gevent).
+:mod:`.group` (consumer group identity), :mod:`.two_phase` (KIP-939's prepared-transaction
+state), :mod:`.bridge` (blocking use from threads/gevent).
 """
 
 from .config import Misbehavior, ProducerConfig
@@ -14,6 +15,7 @@ from .errors import AbortableError, FatalError, KafkaClientError, RetriableError
 from .group import GroupMetadata
 from .producer import HeldRequest, Producer
 from .sender import RecordMetadata
+from .two_phase import PreparedTxnState
 
 __all__ = [
     "AbortableError",
@@ -22,6 +24,7 @@ __all__ = [
     "HeldRequest",
     "KafkaClientError",
     "Misbehavior",
+    "PreparedTxnState",
     "Producer",
     "ProducerConfig",
     "RecordMetadata",

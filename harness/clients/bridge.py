@@ -96,17 +96,22 @@ class LoopThread:
         result: AsyncResult = AsyncResult()
         hub = gevent.get_hub()
 
-        def settle(f: concurrent.futures.Future[T]) -> None:
-            if f.cancelled():
-                result.set_exception(RetriableError("cancelled"))
-                return
-            exc = f.exception()
+        def settle(value: Any, exc: BaseException | None) -> None:
             if exc is not None:
                 result.set_exception(exc)
             else:
-                result.set(f.result())
+                result.set(value)
 
-        fut.add_done_callback(lambda f: hub.loop.run_callback_threadsafe(settle, f))
+        def done(f: concurrent.futures.Future[T]) -> None:
+            # Read the future here, on the loop's real thread: its lock is a (patched)
+            # threading lock, which a hub callback must never wait for.
+            if f.cancelled():
+                hub.loop.run_callback_threadsafe(settle, None, RetriableError("cancelled"))
+                return
+            exc = f.exception()
+            hub.loop.run_callback_threadsafe(settle, None if exc else f.result(), exc)
+
+        fut.add_done_callback(done)
         try:
             return result.get(timeout=timeout_s)
         except gevent.Timeout:

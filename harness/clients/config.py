@@ -11,6 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from ...cluster.security.sasl import SaslCredentials
+from ..client_security import sasl_credentials
+
 AddPartitionsOrder = Literal["before", "after", "never"]
 
 
@@ -40,6 +43,10 @@ class ProducerConfig:
     #: None: an idempotent (non-transactional) producer.
     transactional_id: str | None = None
     transaction_timeout_ms: int = 60_000
+    #: KIP-939: take part in an external two-phase commit (InitProducerId v6 Enable2Pc):
+    #: the coordinator never times our transactions out (``transaction_timeout_ms`` is not
+    #: used), and ``prepare_transaction`` is allowed.
+    enable_two_phase_commit: bool = False
     #: None: the cluster's finalized transaction.version; 0/1/2 forces the protocol.
     transaction_version: int | None = None
     linger_ms: float = 5.0
@@ -49,11 +56,26 @@ class ProducerConfig:
     retry_backoff_ms: int = 100
     metadata_max_age_ms: int = 30_000
     misbehavior: Misbehavior = field(default_factory=Misbehavior)
+    #: librdkafka's ``security.protocol``: PLAINTEXT, or SASL_PLAINTEXT with the
+    #: ``sasl_*`` settings (mechanism PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512).
+    security_protocol: str = "PLAINTEXT"
+    sasl_mechanism: str | None = None
+    sasl_username: str | None = None
+    sasl_password: str | None = field(default=None, repr=False)
+
+    def sasl(self) -> SaslCredentials | None:
+        """What every connection logs in with (None: no SASL)."""
+        return sasl_credentials(
+            self.security_protocol, self.sasl_mechanism, self.sasl_username, self.sasl_password
+        )
 
     def __post_init__(self) -> None:
+        self.sasl()  # a setting that cannot be used is refused here, not at the first send
         if self.transaction_version not in (None, 0, 1, 2):
             raise ValueError(
                 f"transaction_version must be 0, 1, 2 or None, not {self.transaction_version}"
             )
         if self.transaction_timeout_ms <= 0 or self.request_timeout_ms <= 0:
             raise ValueError("timeouts must be positive")
+        if self.enable_two_phase_commit and self.transactional_id is None:
+            raise ValueError("enable_two_phase_commit needs a transactional_id")

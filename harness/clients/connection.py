@@ -15,10 +15,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...cluster.net.client import PeerConnection, PeerUnavailable
+from ...cluster.net.client import PeerAuthenticationFailed, PeerConnection, PeerUnavailable
 from ...cluster.protocol.build import make
 from ...cluster.protocol.codec import ProtocolError, request_class
-from .errors import UNSUPPORTED_VERSION, FatalError, RetriableError, UnsupportedError
+from ...cluster.security.sasl import SaslCredentials
+from .errors import (
+    SASL_AUTHENTICATION_FAILED,
+    UNSUPPORTED_VERSION,
+    FatalError,
+    RetriableError,
+    UnsupportedError,
+)
 
 API_PRODUCE = 0
 API_METADATA = 3
@@ -38,7 +45,7 @@ CLIENT_VERSIONS: dict[int, tuple[int, int]] = {
     API_METADATA: (1, 12),
     API_FIND_COORDINATOR: (1, 4),
     API_VERSIONS: (0, 3),
-    API_INIT_PRODUCER_ID: (0, 5),
+    API_INIT_PRODUCER_ID: (0, 6),
     API_ADD_PARTITIONS: (0, 3),
     API_ADD_OFFSETS: (0, 4),
     API_END_TXN: (0, 5),
@@ -54,6 +61,11 @@ SETUP_TIMEOUT_S = 10.0
 class ConnectionLost(RetriableError):
     """The node could not be reached or the connection broke mid-request: the request may
     or may not have been processed."""
+
+
+class AuthenticationError(FatalError):
+    """The node refused our SASL credentials: retrying with the same ones cannot help
+    (Java's SaslAuthenticationException)."""
 
 
 @dataclass
@@ -89,11 +101,18 @@ def pick_version(api_key: int, broker: tuple[int, int] | None, cap: int | None =
 class NodeConnection:
     """One node: a pipelined connection and its negotiated versions."""
 
-    def __init__(self, node_id: int, host: str, port: int, client_id: str) -> None:
+    def __init__(
+        self,
+        node_id: int,
+        host: str,
+        port: int,
+        client_id: str,
+        sasl: SaslCredentials | None = None,
+    ) -> None:
         self.node_id = node_id
         self.host = host
         self.port = port
-        self.peer = PeerConnection(host, port, client_id=client_id)
+        self.peer = PeerConnection(host, port, client_id=client_id, sasl=sasl)
         self.versions: dict[int, tuple[int, int]] = {}
         self.features = Features()
         self._negotiated = False
@@ -165,6 +184,8 @@ class NodeConnection:
     async def _raw(self, entity: Any, timeout: float) -> Any:
         try:
             return await self.peer.request(entity, timeout=timeout)
+        except PeerAuthenticationFailed as exc:
+            raise AuthenticationError(str(exc), SASL_AUTHENTICATION_FAILED) from exc
         except PeerUnavailable as exc:
             raise ConnectionLost(f"{type(entity).__name__} to {self}: {exc}") from exc
 

@@ -14,6 +14,7 @@ import asyncio
 import time
 from dataclasses import dataclass
 
+from ...cluster.security.sasl import SaslCredentials
 from .connection import (
     API_FIND_COORDINATOR,
     API_METADATA,
@@ -45,9 +46,11 @@ class ClusterView:
         *,
         request_timeout_s: float = 30.0,
         max_age_s: float = 30.0,
+        sasl: SaslCredentials | None = None,
     ) -> None:
         self.bootstrap = parse_bootstrap(bootstrap)
         self.client_id = client_id
+        self.sasl = sasl
         self.request_timeout_s = request_timeout_s
         self.max_age_s = max_age_s
         self.nodes: dict[int, Node] = {}
@@ -69,7 +72,7 @@ class ClusterView:
             node = self.nodes.get(node_id)
             if node is None:
                 raise RetriableError(f"node {node_id} is not in the metadata")
-            conn = NodeConnection(node_id, node.host, node.port, self.client_id)
+            conn = NodeConnection(node_id, node.host, node.port, self.client_id, self.sasl)
             self._conns[node_id] = conn
         return conn
 
@@ -79,7 +82,7 @@ class ClusterView:
         if not candidates:
             if not self._bootstrap_conns:
                 self._bootstrap_conns = [
-                    NodeConnection(-1 - i, host, port, self.client_id)
+                    NodeConnection(-1 - i, host, port, self.client_id, self.sasl)
                     for i, (host, port) in enumerate(self.bootstrap)
                 ]
             candidates = list(self._bootstrap_conns)

@@ -36,9 +36,10 @@ from typing import Any, TypeVar
 
 from .batch import Record, encode_batch
 from .config import Misbehavior, ProducerConfig
-from .connection import API_END_TXN, API_PRODUCE, NodeConnection
+from .connection import API_END_TXN, API_PRODUCE, AuthenticationError, NodeConnection
 from .errors import (
     INVALID_PRODUCER_ID_MAPPING,
+    INVALID_TXN_STATE,
     UNKNOWN_PRODUCER_ID,
     AbortableError,
     FatalError,
@@ -51,6 +52,7 @@ from .group import GroupMetadata
 from .metadata import KEY_TRANSACTION, ClusterView
 from .producer_state import ProducerIdAndEpoch, ProducerState
 from .sender import Batch, RecordMetadata, Sender
+from .two_phase import PreparedTxnState
 from .txn_manager import TxnRequests
 from .txn_state import TxnState, TxnStateMachine
 
@@ -82,12 +84,17 @@ class Producer:
             config.client_id,
             request_timeout_s=config.request_timeout_ms / 1000,
             max_age_s=config.metadata_max_age_ms / 1000,
+            sasl=config.sasl(),
         )
         self.state = ProducerState()
         self.sm = TxnStateMachine()
         self.txn = TxnRequests(self.view, self.state, config)
         self.sender = Sender(self.view, self.state, self.sm, config, self._add_partitions_now)
         self.transactional = config.transactional_id is not None
+        #: KIP-939: the transaction the coordinator kept at a keep-prepared init, and the
+        #: one prepared now (what ``complete_transaction`` compares with).
+        self._ongoing = PreparedTxnState()
+        self._prepared = PreparedTxnState()
 
     # -- what the producer is -----------------------------------------------------------------
 
@@ -144,19 +151,85 @@ class Producer:
 
     # -- lifecycle ----------------------------------------------------------------------------
 
-    async def init_transactions(self, timeout_s: float = 60.0) -> None:
+    async def init_transactions(
+        self, timeout_s: float = 60.0, *, keep_prepared_txn: bool = False
+    ) -> None:
         """InitProducerId (fences older instances with this transactional id); for an
-        idempotent producer, just its producer id. Retriable on timeout."""
+        idempotent producer, just its producer id. Retriable on timeout.
+
+        ``keep_prepared_txn`` (KIP-939): the coordinator keeps the transaction an earlier
+        instance left open (``ongoing_prepared_state`` names it, empty if there was none)
+        and this producer may only finish it: ``commit_transaction``,
+        ``abort_transaction`` or ``complete_transaction``."""
         deadline = time.monotonic() + timeout_s
+        if keep_prepared_txn:
+            self._need_transactional()
         self.sm.transition(TxnState.INITIALIZING)
         try:
             await self._within(self.view.refresh(), deadline, "metadata")
+        except AuthenticationError as exc:
+            self.sm.fail(exc)
+            raise
         except KafkaClientError as exc:
             raise RetriableError(f"cluster not reachable: {exc}") from exc
-        pid, epoch = await self._guard(self.txn.init_producer_id(deadline, bump=False))
-        self.state.set_id(pid, epoch)
-        self.sm.transition(TxnState.READY)
+        answer = await self._guard(
+            self.txn.init_producer_id(deadline, bump=False, keep_prepared_txn=keep_prepared_txn)
+        )
+        self.state.set_id(answer.producer_id, answer.epoch)
+        ongoing = PreparedTxnState()
+        if answer.ongoing_producer_id >= 0 and answer.ongoing_epoch >= 0:
+            ongoing = PreparedTxnState(answer.ongoing_producer_id, answer.ongoing_epoch)
+        self._ongoing = ongoing
+        if keep_prepared_txn:
+            tv = await self._choose_tv()
+            self.sm.recovered_transaction(tv, open_on_coordinator=not ongoing.is_empty)
+            self._prepared = ongoing
+        else:
+            self.sm.transition(TxnState.READY)
         self.sender.start()
+
+    @property
+    def ongoing_prepared_state(self) -> PreparedTxnState:
+        """The transaction the coordinator kept open at the last keep-prepared
+        ``init_transactions`` (InitProducerId's OngoingTxnProducerId/Epoch); empty if none."""
+        return self._ongoing
+
+    async def prepare_transaction(self, timeout_s: float = 60.0) -> PreparedTxnState:
+        """KIP-939 phase one: flush every record of the open transaction; from now on only
+        ``commit_transaction``, ``abort_transaction`` or ``complete_transaction`` are
+        allowed. Returns the state naming this transaction (store ``str()`` of it)."""
+        self._need_transactional()
+        if not self.config.enable_two_phase_commit:
+            raise StateError(
+                "prepare_transaction needs enable_two_phase_commit=True", INVALID_TXN_STATE
+            )
+        self.sm.require(TxnState.IN_TRANSACTION)
+        deadline = time.monotonic() + timeout_s
+        await self._within(self.sender.flush(), deadline, "flush before prepare")
+        book = self.sm.book
+        if book.tv < 2 and book.pending and self.sender.misbehavior.add_partitions == "after":
+            await self._add_partitions_now(set(book.pending))
+        self.sm.require(TxnState.IN_TRANSACTION)  # raises the abortable error of a failed write
+        self.sm.transition(TxnState.PREPARED)
+        ids = self.state.current
+        self._prepared = (
+            PreparedTxnState(ids.producer_id, ids.epoch) if book.started else PreparedTxnState()
+        )
+        return self._prepared
+
+    async def complete_transaction(self, state: PreparedTxnState, timeout_s: float = 60.0) -> bool:
+        """KIP-939 recovery: commit the prepared transaction if ``state`` names it, else
+        abort it. Returns True if it committed. Only after ``prepare_transaction`` or a
+        keep-prepared ``init_transactions`` (nothing to do if that found no transaction)."""
+        self._need_transactional()
+        if self.sm.state is not TxnState.PREPARED:
+            self.sm.require(TxnState.PREPARED)  # the fatal/abortable error, if any
+        commit = not self._prepared.is_empty and state == self._prepared
+        if commit:
+            await self.commit_transaction(timeout_s)
+        else:
+            await self.abort_transaction(timeout_s)
+        return commit
 
     async def begin_transaction(self) -> None:
         self._need_transactional()
@@ -189,6 +262,14 @@ class Producer:
         produce = any_node.versions.get(API_PRODUCE, (0, 0))[1]
         return end_txn >= 5 and produce >= 12
 
+    def _refuse_if_prepared(self, what: str) -> None:
+        if self.sm.state is TxnState.PREPARED:
+            raise StateError(
+                f"{what} is not allowed: the transaction is prepared (KIP-939); only "
+                "commit_transaction, abort_transaction or complete_transaction may follow",
+                INVALID_TXN_STATE,
+            )
+
     def _need_transactional(self) -> None:
         if not self.transactional:
             raise StateError("not a transactional producer (no transactional_id)")
@@ -207,6 +288,7 @@ class Producer:
     ) -> asyncio.Future[RecordMetadata]:
         """Queue one record; the future resolves when it is acknowledged (or fails)."""
         if self.transactional:
+            self._refuse_if_prepared("send")
             self.sm.require(TxnState.IN_TRANSACTION)
             book = self.sm.book
             tp = (topic, partition)
@@ -229,6 +311,7 @@ class Producer:
         """Commit consumer offsets with the transaction (TV0/1: AddOffsetsToTxn first; TV2:
         TxnOffsetCommit v5 adds the offsets partition itself)."""
         self._need_transactional()
+        self._refuse_if_prepared("send_offsets_to_transaction")
         self.sm.require(TxnState.IN_TRANSACTION)
         deadline = time.monotonic() + timeout_s
         book = self.sm.book
@@ -243,7 +326,7 @@ class Producer:
         RetriableError: not finished in time, call again (the state stays committing)."""
         self._need_transactional()
         deadline = time.monotonic() + timeout_s
-        self.sm.require(TxnState.IN_TRANSACTION, TxnState.COMMITTING)
+        self.sm.require(TxnState.IN_TRANSACTION, TxnState.PREPARED, TxnState.COMMITTING)
         self.sm.transition(TxnState.COMMITTING)
         await self._within(self.sender.flush(), deadline, "flush before commit")
         book = self.sm.book
@@ -262,7 +345,12 @@ class Producer:
         after an abortable error, bump the epoch (KIP-360)."""
         self._need_transactional()
         deadline = time.monotonic() + timeout_s
-        self.sm.require(TxnState.IN_TRANSACTION, TxnState.ABORTABLE_ERROR, TxnState.ABORTING)
+        self.sm.require(
+            TxnState.IN_TRANSACTION,
+            TxnState.PREPARED,
+            TxnState.ABORTABLE_ERROR,
+            TxnState.ABORTING,
+        )
         self.sm.transition(TxnState.ABORTING)
         book = self.sm.book
         self.sender.fail_unsent(book.error or AbortableError("the transaction was aborted"))
@@ -286,11 +374,11 @@ class Producer:
             return
         self.sm.state = TxnState.INITIALIZING
         try:
-            pid, epoch = await self._guard(self.txn.init_producer_id(deadline, bump=True))
+            answer = await self._guard(self.txn.init_producer_id(deadline, bump=True))
         except RetriableError:
             self.sm.state = TxnState.ABORTING  # abort_transaction() again continues it
             raise
-        self.state.set_id(pid, epoch)
+        self.state.set_id(answer.producer_id, answer.epoch)
 
     async def close(self, timeout_s: float = 10.0, *, abort_open: bool = False) -> None:
         """Stop: an open transaction is aborted only with ``abort_open`` (else it stays open,

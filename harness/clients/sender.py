@@ -31,7 +31,7 @@ from typing import Any
 
 from .batch import Record, encode_batch, record_size
 from .config import ProducerConfig
-from .connection import API_PRODUCE, ConnectionLost, NodeConnection
+from .connection import API_PRODUCE, AuthenticationError, ConnectionLost, NodeConnection
 from .errors import (
     PRODUCE,
     AbortableError,
@@ -349,7 +349,7 @@ class Sender:
                 for b in batches:
                     b.maybe_written = True
                 response = await conn.send_entity(request, self.config.request_timeout_ms / 1000)
-            except UnsupportedError as exc:
+            except (UnsupportedError, AuthenticationError) as exc:
                 for b in batches:
                     self._failed(b, exc, Action.FATAL)
                 return

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, NamedTuple
 
 from .config import ProducerConfig
 from .connection import (
@@ -42,6 +42,17 @@ from .errors import (
 from .group import GroupMetadata
 from .metadata import KEY_GROUP, KEY_TRANSACTION, ClusterView
 from .producer_state import ProducerState
+
+
+class InitAnswer(NamedTuple):
+    """InitProducerId's answer: the id and epoch to use, and (v6, keep-prepared) the id
+    and epoch of the transaction the coordinator kept open (-1 if none)."""
+
+    producer_id: int
+    epoch: int
+    ongoing_producer_id: int = -1
+    ongoing_epoch: int = -1
+
 
 _PRECEDENCE = {
     Action.FATAL: 0,
@@ -142,11 +153,16 @@ class TxnRequests:
 
     # -- InitProducerId -----------------------------------------------------------------------
 
-    async def init_producer_id(self, deadline: float, *, bump: bool) -> tuple[int, int]:
+    async def init_producer_id(
+        self, deadline: float, *, bump: bool, keep_prepared_txn: bool = False
+    ) -> InitAnswer:
         """A producer id and epoch. ``bump`` (KIP-360) sends the current ones (v3+), which the
         coordinator accepts only if they are still current: a fenced producer gets
-        INVALID_PRODUCER_EPOCH (fatal)."""
+        INVALID_PRODUCER_EPOCH (fatal). KIP-939 (v6): Enable2Pc from the config, and
+        ``keep_prepared_txn`` asks the coordinator to keep an open transaction (the answer
+        then names it)."""
         current = self.state.current
+        two_pc = self.config.enable_two_phase_commit
 
         def body(conn: NodeConnection) -> tuple[dict[str, Any], int | None]:
             fields: dict[str, Any] = {
@@ -160,6 +176,14 @@ class TxnRequests:
                     raise UnsupportedError("InitProducerId < v3 cannot bump an epoch")
                 fields["producer_id"] = current.producer_id
                 fields["producer_epoch"] = current.epoch
+            if two_pc or keep_prepared_txn:
+                if conn.version(API_INIT_PRODUCER_ID) < 6:
+                    raise UnsupportedError(
+                        "two-phase commit (KIP-939) needs InitProducerId v6; the coordinator "
+                        "does not serve it"
+                    )
+                fields["enable2_pc"] = two_pc
+                fields["keep_prepared_txn"] = keep_prepared_txn
             return fields, None
 
         response = await self._txn_call(
@@ -170,7 +194,12 @@ class TxnRequests:
             lambda r: int(r.error_code),
             deadline,
         )
-        return int(response.producer_id), int(response.producer_epoch)
+        return InitAnswer(
+            int(response.producer_id),
+            int(response.producer_epoch),
+            int(getattr(response, "ongoing_txn_producer_id", -1)),
+            int(getattr(response, "ongoing_txn_producer_epoch", -1)),
+        )
 
     async def can_bump(self) -> bool:
         conn = await self.coordinator()

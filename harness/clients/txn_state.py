@@ -8,6 +8,9 @@
                                         +------ ABORTING <-------+
     any -> FATAL_ERROR;  any -> CLOSED
 
+PREPARED (KIP-939): after ``prepare_transaction`` (from IN_TRANSACTION) or a keep-prepared
+``init_transactions`` (from INITIALIZING); only COMMITTING or ABORTING may follow.
+
 ABORTING may go back to INITIALIZING (the KIP-360 epoch bump after an abortable error under
 transaction.version 0/1). A bad transition is a :class:`StateError`. The per-transaction
 bookkeeping (partitions added, whether anything was sent, whether the epoch must be bumped)
@@ -27,6 +30,7 @@ class TxnState(enum.Enum):
     INITIALIZING = "initializing"
     READY = "ready"
     IN_TRANSACTION = "in_transaction"
+    PREPARED = "prepared"
     COMMITTING = "committing"
     ABORTING = "aborting"
     ABORTABLE_ERROR = "abortable_error"
@@ -42,9 +46,12 @@ _ALLOWED: dict[TxnState, frozenset[TxnState]] = {
         {TxnState.INITIALIZING, TxnState.COMMITTING, TxnState.ABORTING, TxnState.READY}
     ),
     TxnState.IN_TRANSACTION: frozenset({TxnState.READY}),
-    TxnState.COMMITTING: frozenset({TxnState.IN_TRANSACTION, TxnState.COMMITTING}),
+    TxnState.PREPARED: frozenset({TxnState.IN_TRANSACTION, TxnState.INITIALIZING}),
+    TxnState.COMMITTING: frozenset(
+        {TxnState.IN_TRANSACTION, TxnState.PREPARED, TxnState.COMMITTING}
+    ),
     TxnState.ABORTING: frozenset(
-        {TxnState.IN_TRANSACTION, TxnState.ABORTABLE_ERROR, TxnState.ABORTING}
+        {TxnState.IN_TRANSACTION, TxnState.PREPARED, TxnState.ABORTABLE_ERROR, TxnState.ABORTING}
     ),
     TxnState.ABORTABLE_ERROR: frozenset(
         {TxnState.IN_TRANSACTION, TxnState.COMMITTING, TxnState.ABORTABLE_ERROR}
@@ -101,7 +108,12 @@ class TxnStateMachine:
 
     def abortable(self, error: KafkaClientError, bump: bool) -> None:
         """An error that dooms the open transaction (ignored outside one)."""
-        if self.state in (TxnState.IN_TRANSACTION, TxnState.COMMITTING, TxnState.ABORTING):
+        if self.state in (
+            TxnState.IN_TRANSACTION,
+            TxnState.PREPARED,
+            TxnState.COMMITTING,
+            TxnState.ABORTING,
+        ):
             self.book.bump_required = self.book.bump_required or bump
             if self.book.error is None:
                 self.book.error = error
@@ -121,10 +133,17 @@ class TxnStateMachine:
         self.transition(TxnState.IN_TRANSACTION)
         self.book = TxnBook(tv=tv)
 
+    def recovered_transaction(self, tv: int, open_on_coordinator: bool) -> None:
+        """A keep-prepared init: the coordinator kept a transaction of an earlier instance
+        open (or had none), and this producer may only finish it."""
+        self.transition(TxnState.PREPARED)
+        self.book = TxnBook(tv=tv, started=open_on_coordinator)
+
     @property
     def in_transaction(self) -> bool:
         return self.state in (
             TxnState.IN_TRANSACTION,
+            TxnState.PREPARED,
             TxnState.COMMITTING,
             TxnState.ABORTING,
             TxnState.ABORTABLE_ERROR,

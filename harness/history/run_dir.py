@@ -37,6 +37,9 @@ it say ``unknown`` when it is absent)::
                                              "start_ns"?, "partitions": [{"topic","partition"}]}]
                                              | null  (null: the cluster exposes no coordinator
                                                       state)}
+      dual_write_db.json    runs with dual writers only: their databases after the final read
+                            (typed in dual_write_db.py): {"captured_ns", "databases": [{"kind",
+                             "where", "rows": [..], "states": [..]}]}
 
 The final read_committed read of every partition is part of the history (``final_read`` events
 of a process conventionally named ``final-reader``), so it is compacted with everything else.

@@ -64,7 +64,13 @@ class EventType(enum.StrEnum):
     #: send_offsets_to_transaction. ``group_id`` set; items: topic, partition, offset = the
     #: next offset to consume (the committed position), value null.
     SEND_OFFSETS = "send_offsets"
+    #: KIP-939 prepare_transaction for ``txn`` (a dual writer, before its database commit):
+    #: every record is flushed and only commit or abort may follow. Result: producer_id,
+    #: producer_epoch = the prepared transaction state it returned. No items.
+    PREPARE = "prepare"
     #: commit_transaction for ``txn``. ``outcome`` info = unknown whether it committed. No items.
+    #: A dual writer's recovery (KIP-939 complete_transaction) records the commit or abort it
+    #: decided in the history of the writer whose transaction it completed.
     COMMIT = "commit"
     #: abort_transaction for ``txn``. No items.
     ABORT = "abort"

@@ -354,9 +354,12 @@ class DockerHandle(ClusterHandle):
         self._wait_ready(node)
 
     def _wait_ready(self, node: _Node) -> None:
-        """Until the node wrote node.json, then point its proxies at the published port."""
+        """Point the node's proxies at its published port as soon as the container has one
+        (so a node that serves late, after this gives up, is still reached), then wait
+        until the node wrote node.json."""
         path = node.data / "node.json"
         deadline = time.monotonic() + READY_TIMEOUT_S
+        pointed = False
         while time.monotonic() < deadline:
             status = node.status()
             if status in ("exited", "dead"):
@@ -364,14 +367,15 @@ class DockerHandle(ClusterHandle):
                     f"node {node.spec.id} (container {node.name}) exited during start-up:\n"
                     f"{self._logs(node)[-3000:]}"
                 )
-            if path.exists() and status == "running":
-                try:
-                    json.loads(path.read_text())
-                except ValueError:
-                    pass
-                else:
-                    # A disconnected container has no published port until reconnected.
-                    if self._point(node) or node.disconnected:
+            if status == "running":
+                # A disconnected container has no published port until reconnected.
+                pointed = pointed or self._point(node)
+                if (pointed or node.disconnected) and path.exists():
+                    try:
+                        json.loads(path.read_text())
+                    except ValueError:
+                        pass
+                    else:
                         return
             time.sleep(0.1)
         raise LaunchError(

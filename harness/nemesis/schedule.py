@@ -15,7 +15,8 @@ Fault kinds (one module each in ``harness/nemesis/faults/``, registered in
   ``reset``, ``throttle``. ``rule`` holds the rule's fields (see
   ``harness/faults/proxy/rules/``) except ``kind`` and ``window``.
 * node faults: ``kill`` (SIGKILL, restarted after ``duration``), ``pause`` (SIGSTOP /
-  docker pause for ``duration``), ``restart`` (clean restart).
+  docker pause for ``duration``), ``restart`` (clean restart). The random generator
+  never overlaps two node faults.
 * client faults: ``crash_producer`` (a transactional producer killed mid-transaction,
   without aborting), ``crash_consumer`` (a consumer killed mid-poll).
 """
@@ -162,6 +163,9 @@ def build_schedule(
         weights = [gen.mix[k] for k in kinds]
         mean_gap = 60.0 / gen.intensity
         t = gen.start_after
+        # Random node faults come one at a time: a node restarting while another is paused
+        # (the controller, say) would wait for it, and the schedule with it.
+        nodes_healed_at = 0.0
         while True:
             t += rng.expovariate(1.0 / mean_gap)
             if t >= duration:
@@ -170,10 +174,17 @@ def build_schedule(
             spec = FAULTS[kind]
             lo, hi = gen.duration
             length = 0.0 if spec.instant else rng.uniform(lo, hi)
-            if _in_calm(t, gen) or t + length > duration:
+            on_node = spec.family == "process"
+            if (
+                _in_calm(t, gen)
+                or t + length > duration
+                or (on_node and round(t, 3) < nodes_healed_at)
+            ):
                 continue
             fault: dict[str, Any] = {"at": round(t, 3), "kind": kind, "duration": round(length, 3)}
             fault.update(spec.random_target(rng, gen, targets))
             out.append(ScheduledFault(origin="random", **fault))
+            if on_node:
+                nodes_healed_at = out[-1].end
     out.sort(key=lambda f: (f.at, f.kind, f.node or 0, f.client or ""))
     return out

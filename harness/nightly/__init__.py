@@ -6,6 +6,8 @@ summarised for people (summary.html, a trend page across nights) and for CI
 * ``runner`` — one ``txnchaos run`` in its own process (a run that crashes or hangs its
   harness cannot take the night down with it);
 * ``results`` — what a finished run directory says (verdict, anomalies, throughput);
+* ``shrinking`` — an unexpectedly invalid run shrunk to a minimal reproducer (``txnchaos
+  shrink``'s search, within a budget per run);
 * ``junit`` / ``pages`` — the CI file and the HTML pages;
 * ``command`` — the loop the CLI calls.
 """

@@ -9,6 +9,7 @@ import click
 
 from ..cli_input import InputError, Seconds, check_bootstrap
 from .plan import PlanError, parse_duration
+from .shrinking import DEFAULT_SHRINK_BUDGET_S, ShrinkPolicy
 
 
 def _budget(ctx: click.Context, param: click.Parameter, value: str | None) -> float | None:
@@ -16,8 +17,9 @@ def _budget(ctx: click.Context, param: click.Parameter, value: str | None) -> fl
         return None
     try:
         return parse_duration(value)
-    except PlanError as exc:
-        raise click.BadParameter(str(exc).removeprefix("--budget: ")) from None
+    except PlanError as exc:  # parse_duration names --budget: this may be --shrink-budget
+        why = str(exc).removeprefix("--budget: ").removeprefix("--budget ")
+        raise click.BadParameter(why) from None
 
 
 @click.command("nightly")
@@ -63,6 +65,22 @@ def _budget(ctx: click.Context, param: click.Parameter, value: str | None) -> fl
 @click.option(
     "--duration", type=Seconds(), default=None, help="Override every scenario's workload seconds."
 )
+@click.option(
+    "--shrink/--no-shrink",
+    default=True,
+    show_default=True,
+    help="Shrink each unexpectedly invalid run to a minimal reproducer (txnchaos shrink: "
+    "re-runs on the same seed); its row links RUN/shrunk.yaml. Exit codes are unchanged.",
+)
+@click.option(
+    "--shrink-budget",
+    "shrink_budget_s",
+    default=None,
+    metavar="DURATION",
+    callback=_budget,
+    help=f"Wall time of re-runs per invalid run (default {DEFAULT_SHRINK_BUDGET_S / 60:g}m; "
+    "never more than a --budget night has left).",
+)
 def nightly_command(
     scenarios: tuple[Path, ...],
     runs: int | None,
@@ -72,6 +90,8 @@ def nightly_command(
     launcher: str | None,
     bootstrap: str | None,
     duration: float | None,
+    shrink: bool,
+    shrink_budget_s: float | None,
 ) -> None:
     """Run scenarios (files, or directories of *.yaml; default scenarios/nightly) again
     and again with new seeds, one after another, for --runs N runs or a --budget of wall
@@ -88,6 +108,8 @@ def nightly_command(
         raise click.UsageError("--launcher external needs --bootstrap HOST:PORT")
     if out.exists() and not out.is_dir():
         raise InputError(f"--out {out} is not a directory")
+    if not shrink and shrink_budget_s is not None:
+        raise click.UsageError("--shrink-budget is for shrinking: not with --no-shrink")
     from .command import NightlyOptions, main_nightly
 
     argv = [a for a in sys.argv[1:] if a != "nightly"]
@@ -101,6 +123,7 @@ def nightly_command(
         bootstrap=bootstrap,
         duration=duration,
         argv=_without_seed_base(argv),
+        shrink=ShrinkPolicy(shrink, shrink_budget_s or DEFAULT_SHRINK_BUDGET_S),
     )
     try:
         code = main_nightly(options)

@@ -25,6 +25,7 @@ from .plan import (
 )
 from .results import HARNESS_FAILED, INVALID, RunRow, fill_from_run_dir
 from .runner import execute, run_command, shown
+from .shrinking import ShrinkPolicy, shrink_row, wanted
 
 EXIT_PASSED = 0
 EXIT_INVALID = 1
@@ -42,6 +43,7 @@ class NightlyOptions:
     bootstrap: str | None = None
     duration: float | None = None
     argv: list[str] = field(default_factory=list)  # how the night was started, for the record
+    shrink: ShrinkPolicy = field(default_factory=ShrinkPolicy)
 
     def run_args(self) -> list[str]:
         """Options every run gets (after SCENARIO --seed S)."""
@@ -163,6 +165,26 @@ class Night:
         self.rows.append(row)
         self.walls.setdefault(run.scenario.name, []).append(outcome.wall_s)
         self.console.print(f"    {self.describe(row)}")
+        self.write()
+        if self.options.shrink.enabled and wanted(row):
+            self.shrink(row, outcome.wall_s)
+
+    def shrink(self, row: RunRow, run_wall_s: float) -> None:
+        """Shrink an unexpectedly invalid run within the shrink budget, and within what is
+        left of a night's --budget (no room for one re-run: not shrunk, and the row says so)."""
+        budget = self.options.shrink.budget_s
+        if self.budget.seconds is not None:
+            left = self.budget.seconds - (time.monotonic() - self.clock0)
+            if left < run_wall_s:
+                row.shrink_note = "not shrunk: the night's --budget has no room for a re-run"
+                self.console.print(f"    {row.shrink_note}")
+                self.write()
+                return
+            budget = min(budget, left)
+        self.console.print(f"    shrinking it (budget {budget:.0f}s) ...")
+        shrink_row(row, self.dir, budget)
+        where = f" ({row.shrunk})" if row.shrunk else ""
+        self.console.print(f"    {row.shrink_note}{where}")
         self.write()
 
     @staticmethod

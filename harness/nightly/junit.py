@@ -17,7 +17,19 @@ def failure_text(row: RunRow) -> str:
     if row.report:
         lines.append(f"report: {row.report}")
     lines.append(f"repeat: {row.command}")
+    if row.shrunk:
+        lines.append(f"minimal scenario: {row.shrunk} (txnchaos run {row.shrunk})")
+    if row.shrink_note:
+        lines.append(f"shrink: {row.shrink_note}")
     return "\n".join(lines)
+
+
+def shrink_message(row: RunRow) -> str:
+    """The failure message's pointer to the minimal scenario, or "" when there is none."""
+    if not row.shrunk:
+        return ""
+    n = row.shrink_reruns or 0
+    return f"; minimal scenario {row.shrunk} ({n} re-run{'' if n == 1 else 's'})"
 
 
 def write_junit(rows: list[RunRow], path: Path, wall_s: float) -> None:
@@ -48,11 +60,9 @@ def write_junit(rows: list[RunRow], path: Path, wall_s: float) -> None:
         elif not r.passed:
             anomalies = ", ".join(f"{k}={v}" for k, v in sorted(r.anomalies.items()))
             message = f"{r.verdict} (expected {r.expected})"
+            message = f"{message}: {anomalies}" if anomalies else message
             failure = ET.SubElement(
-                case,
-                "failure",
-                message=f"{message}: {anomalies}" if anomalies else message,
-                type=r.verdict,
+                case, "failure", message=message + shrink_message(r), type=r.verdict
             )
             failure.text = failure_text(r)
         out = ET.SubElement(case, "system-out")

@@ -9,6 +9,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ...analysis.verdict import anomalies_by_checker
+
 VALID = "valid"
 INVALID = "invalid"
 HARNESS_FAILED = "harness_failed"
@@ -34,6 +36,12 @@ class RunRow:
     throughput: float | None = None  # committed transactions per workload second
     faults: dict[str, int] = field(default_factory=dict)  # kind -> faults injected
     failure: str | None = None  # why the harness failed, or what went wrong
+    #: an unexpectedly invalid run shrunk (shrinking.py): the minimal scenario (relative to the
+    #: night's directory), the re-runs it took, what came of it, and the shrinker's log
+    shrunk: str | None = None
+    shrink_reruns: int | None = None
+    shrink_note: str | None = None
+    shrink_log: str | None = None
 
     @property
     def passed(self) -> bool:
@@ -62,16 +70,6 @@ def verdict_of(exit_code: int, verdict: dict[str, Any] | None) -> str:
     if verdict is not None and verdict.get("status") in (VALID, INVALID) and exit_code in (0, 1):
         return str(verdict["status"])
     return HARNESS_FAILED
-
-
-def anomalies_by_checker(verdict: dict[str, Any]) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for name, checker in (verdict.get("checkers") or {}).items():
-        if not isinstance(checker, dict) or checker.get("status") != INVALID:
-            continue
-        count = checker.get("anomaly_count")
-        out[str(name)] = int(count) if isinstance(count, int) and count > 0 else 1
-    return out
 
 
 def faults_by_kind(run_dir: Path) -> dict[str, int]:

@@ -14,8 +14,9 @@ import yaml
 from rich.console import Console
 from rich.table import Table
 
+from ...analysis.verdict import anomalies_by_checker
 from ...cluster.settings import render_setting
-from ..nightly.results import HARNESS_FAILED, anomalies_by_checker
+from ..nightly.results import HARNESS_FAILED
 from ..run.child import run_in_child
 from ..run.scenario import load_scenario
 from .catalogue import CatalogueError, Entry

@@ -33,14 +33,16 @@ from rich.markup import escape
 from ..capture.final_state import capture_final_state
 from ..capture.metrics_scraper import MetricsScraper
 from ..capture.offsets_sampler import OffsetsSampler
+from ..client_security import security_config
 from ..history.compact import compact_to_parquet
 from ..history.run_dir import DEFAULT_TRANSACTION_MAX_TIMEOUT_MS, RunDirError, write_run_info
 from ..launch.base import KILL, PAUSE, RESTART, ClusterHandle, ClusterSpec
 from ..launch.registry import get_launcher
 from ..nemesis.executor import NemesisExecutor
 from ..nemesis.schedule import Targets, build_schedule
+from ..workload.dual_write.capture import capture_databases
 from ..workload.final_read import final_read, list_ends
-from ..workload.web import read_web_url
+from ..workload.web import read_master_port, read_web_url
 from .progress import Progress
 from .scenario import Scenario, scenario_as_run
 
@@ -51,6 +53,9 @@ SCENARIO_FILE = "scenario.yaml"
 EXIT_VALID = 0
 EXIT_ANOMALIES = 1
 EXIT_HARNESS_FAILED = 2
+
+#: How long workers may take to stop their users once the master has quit (seconds).
+WORKER_STOP_TIMEOUT_S = 150
 
 
 @dataclass
@@ -63,10 +68,26 @@ class RunOptions:
     duration: float | None = None
     out: Path | None = None
     analyze: bool = True
+    #: what judges the run: auto (the reference engine for small histories), spark, reference
+    engine: str = "auto"
+    #: the Spark master that judges the run (None: local[2]); a cluster's executors read the run
+    #: directory at its absolute path, so it must be on a mount they share
+    spark_master: str | None = None
     web: bool = False
     web_host: str = "127.0.0.1"
     #: None: the workload process binds a free port
     web_port: int | None = None
+    #: locust's distributed mode: worker processes started on this machine, and workers
+    #: attached from other machines (``txnchaos worker``) that the master waits for
+    workers: int = 0
+    expect_workers: int = 0
+    master_bind: str = "127.0.0.1"
+    #: None: the master's socket takes a free port
+    master_port: int | None = None
+
+    @property
+    def distributed(self) -> bool:
+        return self.workers + self.expect_workers > 0
 
 
 @dataclass
@@ -75,6 +96,8 @@ class RunState:
 
     handle: ClusterHandle | None = None
     workload: subprocess.Popen[bytes] | None = None
+    #: the worker processes of locust's distributed mode started on this machine
+    workers: list[subprocess.Popen[bytes]] = field(default_factory=list)
     nemesis: NemesisExecutor | None = None
     scraper: MetricsScraper | None = None
     sampler: OffsetsSampler | None = None
@@ -100,6 +123,8 @@ class Orchestrator:
         self.state = RunState()
         self.progress = Progress(console, self.duration)
         self.partitions = {t.name: t.partitions for t in scenario.workload.topics}
+        # a SASL cluster's credentials, from the workload's client_config
+        self.security = security_config(scenario.workload.client_config)
 
     # ---- the run -------------------------------------------------------------------
     def _write_scenario(self) -> None:
@@ -191,14 +216,18 @@ class Orchestrator:
         )
         self.console.print(f"nemesis: {len(schedule)} fault(s) scheduled")
 
-        metrics = {f"node-{k}": v for k, v in handle.metrics_urls().items()}
-        st.scraper = MetricsScraper(self.run_dir, metrics).start() if metrics else None
+        def metrics() -> dict[str, str]:  # asked every round: docker restarts move ports
+            return {f"node-{k}": v for k, v in handle.metrics_urls().items()}
+
+        st.scraper = MetricsScraper(self.run_dir, metrics).start() if metrics() else None
         with self.progress.phase("starting the workload"):
             st.workload = self._start_workload(handle.bootstrap)
             origin = time.monotonic()
             # schedule.json counts from here: the report places its actions by it
             self.state.info["workload_started_ns"] = time.time_ns()
-            st.sampler = OffsetsSampler(self.run_dir, handle.bootstrap, self.partitions)
+            st.sampler = OffsetsSampler(
+                self.run_dir, handle.bootstrap, self.partitions, security=self.security
+            )
             st.nemesis = NemesisExecutor(
                 schedule,
                 handle,
@@ -217,36 +246,41 @@ class Orchestrator:
                 self.partitions,
                 self.run_dir,
                 timeout_s=scenario.final.read_timeout,
+                client_config=self.security,
             )
         if not result.complete:
             self.console.print("[yellow]the final read did not reach every partition's LSO[/]")
         with self.progress.phase("capturing the final state"):
-            capture_final_state(self.run_dir, handle.bootstrap, result.partition_state())
+            capture_final_state(
+                self.run_dir, handle.bootstrap, result.partition_state(), self.security
+            )
+            capture_databases(self.run_dir, scenario.workload)
         self.progress.note(
             f"final read: {result.records} records from {len(result.partitions)} partitions"
         )
 
-    def _start_workload(self, bootstrap: str) -> subprocess.Popen[bytes]:
+    def _workload_cmd(self, bootstrap: str) -> list[str]:
+        """The workload runner's command line a local, master or worker process shares."""
         config = self.run_dir / "workload.json"
         config.write_text(self.scenario.workload.model_dump_json(indent=1))
-        cmd = [
-            sys.executable,
-            "-m",
-            "txnchaos.harness.workload.runner",
-            "--config",
-            str(config),
-            "--bootstrap",
-            bootstrap,
-            "--run-dir",
-            str(self.run_dir),
-            "--duration",
-            str(self.duration),
-            "--seed",
-            str(self.seed),
-            "--quiet",
-            "--stats-jsonl",
-            str(self.run_dir / "workload-stats.jsonl"),
-        ]
+        cmd = [sys.executable, "-m", "txnchaos.harness.workload.runner", "--config", str(config)]
+        cmd += ["--bootstrap", bootstrap, "--run-dir", str(self.run_dir), "--seed", str(self.seed)]
+        if self.scenario.load_shape is not None:
+            shape = self.run_dir / "load-shape.json"
+            shape.write_text(self.scenario.load_shape.model_dump_json(indent=1))
+            cmd += ["--load-shape", str(shape)]
+        return [*cmd, "--quiet"]
+
+    def _start_workload(self, bootstrap: str) -> subprocess.Popen[bytes]:
+        cmd = self._workload_cmd(bootstrap)
+        cmd += ["--duration", str(self.duration)]
+        cmd += ["--stats-jsonl", str(self.run_dir / "workload-stats.jsonl")]
+        opts = self.options
+        if opts.distributed:
+            cmd += ["--master", "--expect-workers", str(opts.workers + opts.expect_workers)]
+            cmd += ["--master-bind-host", opts.master_bind]
+            cmd += ["--master-port", str(opts.master_port or 0)]
+            cmd += ["--master-port-file", str(self._master_port_file())]
         if self.options.web:
             # The workload process binds the UI and writes its URL; importing locust here to
             # pick a port would monkey-patch this process, whose threads already run.
@@ -254,7 +288,14 @@ class Orchestrator:
             cmd += ["--web-url-file", str(self._web_url_file())]
             if self.options.web_port:
                 cmd += ["--web-port", str(self.options.web_port)]
-        log_file = open(self.run_dir / "logs" / "workload.log", "ab")  # noqa: SIM115
+        master = self._spawn(cmd, "workload.log")
+        if opts.distributed:
+            self.state.workload = master
+            self._start_workers(bootstrap, master)
+        return master
+
+    def _spawn(self, cmd: list[str], log_name: str) -> subprocess.Popen[bytes]:
+        log_file = open(self.run_dir / "logs" / log_name, "ab")  # noqa: SIM115
         try:
             return subprocess.Popen(
                 cmd, stdin=subprocess.DEVNULL, stdout=log_file, stderr=subprocess.STDOUT
@@ -262,12 +303,43 @@ class Orchestrator:
         finally:
             log_file.close()
 
+    def _master_port_file(self) -> Path:
+        return self.run_dir / "logs" / "master.port"
+
+    def _start_workers(self, bootstrap: str, master: subprocess.Popen[bytes]) -> None:
+        """Once the master listens, start this machine's workers and say how others attach."""
+        deadline = time.monotonic() + 60
+        port = read_master_port(self._master_port_file())
+        while port is None:
+            if master.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(
+                    "locust's master did not start listening; see "
+                    f"{self.run_dir / 'logs' / 'workload.log'}"
+                )
+            time.sleep(0.1)
+            port = read_master_port(self._master_port_file())
+        bind = self.options.master_bind
+        host = "127.0.0.1" if bind in ("0.0.0.0", "*", "") else bind
+        self.state.info["locust_master"] = f"{bind}:{port}"
+        self._write_info(complete=False)
+        cmd = self._workload_cmd(bootstrap)
+        cmd += ["--worker", "--master-host", host, "--master-port", str(port)]
+        for i in range(self.options.workers):
+            self.state.workers.append(self._spawn(cmd, f"workload-worker-{i}.log"))
+        if self.options.expect_workers:
+            self.console.print(
+                f"locust master on {bind}:{port}: waiting for {self.options.expect_workers} "
+                f"more worker(s): txnchaos worker SCENARIO --master-host HOST --master-port "
+                f"{port} --bootstrap {bootstrap} --out {self.run_dir}"
+            )
+
     def _follow_workload(self, origin: float) -> None:
         st = self.state
         assert st.workload is not None and st.nemesis is not None
         stats_path = self.run_dir / "workload-stats.jsonl"
         with self.progress.live("workload and nemesis") as live:
             while st.workload.poll() is None:
+                self._check_workers()
                 self._announce_web_ui()
                 live.update(
                     elapsed=time.monotonic() - origin,
@@ -282,6 +354,19 @@ class Orchestrator:
                 f"the workload exited with code {st.workload.returncode}; "
                 f"see {self.run_dir / 'logs' / 'workload.log'}"
             )
+        with self.progress.phase("waiting for the workers to stop their users"):
+            for w in st.workers:
+                w.wait(timeout=WORKER_STOP_TIMEOUT_S)
+            self._check_workers()
+
+    def _check_workers(self) -> None:
+        """A worker that failed fails the run (its users' load and history are missing)."""
+        for i, w in enumerate(self.state.workers):
+            if w.poll() not in (None, 0):
+                raise RuntimeError(
+                    f"workload worker {i} exited with code {w.returncode}; "
+                    f"see {self.run_dir / 'logs' / f'workload-worker-{i}.log'}"
+                )
 
     def _quiesce(self, bootstrap: str) -> None:
         """Wait until no partition has an open transaction (LSO == high watermark)."""
@@ -289,7 +374,9 @@ class Orchestrator:
         with self.progress.phase("waiting for open transactions to finish"):
             while time.monotonic() < deadline:
                 try:
-                    ends = list_ends(bootstrap, self.partitions, timeout_s=10)
+                    ends = list_ends(
+                        bootstrap, self.partitions, timeout_s=10, security=self.security
+                    )
                 except Exception as exc:
                     log.info("quiescence check failed: %s", exc)
                     time.sleep(1)
@@ -319,13 +406,14 @@ class Orchestrator:
     # ---- bookkeeping ---------------------------------------------------------------
     def _cleanup(self) -> None:
         st = self.state
-        if st.workload is not None and st.workload.poll() is None:
-            st.workload.send_signal(signal.SIGTERM)
-            try:
-                st.workload.wait(timeout=120)
-            except subprocess.TimeoutExpired:
-                st.workload.kill()
-                st.workload.wait()
+        for proc in [st.workload, *st.workers]:  # the master first: it stops its workers
+            if proc is not None and proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+                try:
+                    proc.wait(timeout=120)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
         for step in (
             lambda: st.nemesis.heal() if st.nemesis else None,
             lambda: st.sampler.stop() if st.sampler else None,
@@ -384,10 +472,10 @@ class Orchestrator:
         root.setLevel(logging.INFO)
 
     def _analyze(self) -> int:
-        from ...analysis.pipeline import main_analyze
+        from ...analysis.analyze import main_analyze
 
-        with self.progress.phase("judging the run (PySpark)"):
-            code = main_analyze(self.run_dir)
+        with self.progress.phase("judging the run"):
+            code = main_analyze(self.run_dir, self.options.spark_master, engine=self.options.engine)
         expected = self.scenario.expect.verdict
         got = "valid" if code == EXIT_VALID else "invalid" if code == EXIT_ANOMALIES else "?"
         if got != "?" and got != expected:

@@ -22,6 +22,7 @@ Shape::
       read_timeout: 120
     expect:
       verdict: valid                 # what a correct cluster gives (invalid: a bug repro)
+    load_shape: {...}                # load tests: users over time, harness/workload/load_shape.py
     repro: {...}                     # bug reproductions only: harness/repro/spec.py
 
 Every model forbids unknown keys; :func:`load_scenario` reports every problem, on one line,
@@ -52,6 +53,7 @@ from ..nemesis.schedule import NemesisConfig
 from ..repro.spec import ReproSpec
 from ..workload.config import WorkloadConfig
 from ..workload.kinds.registry import crash_faults, crash_targets
+from ..workload.load_shape import LoadShape
 
 
 class ScenarioError(ValueError):
@@ -125,6 +127,9 @@ class Scenario(_Model):
     repro: ReproSpec | None = Field(
         default=None, description="a reproduction's catalogue entry (scenarios/repro/)"
     )
+    load_shape: LoadShape | None = Field(
+        default=None, description="a load test's rate profile (ramp, steady, spike stages)"
+    )
 
     @model_validator(mode="after")
     def _client_faults_have_clients(self) -> Scenario:
@@ -144,6 +149,10 @@ class Scenario(_Model):
             raise ValueError("cluster.metrics: only an external cluster's metrics URLs are given")
         if self.cluster.cpus is not None and self.cluster.launcher == "external":
             raise ValueError("cluster.cpus: an external cluster's nodes are not the harness's")
+        if self.load_shape is not None:
+            problem = self.load_shape.problem_with(self.workload, self.duration)
+            if problem:
+                raise ValueError(problem)
         return self
 
     def transaction_timeout_ms(self) -> int:
@@ -164,7 +173,8 @@ def _format(err: ValidationError) -> str:
         path = ".".join(str(p) for p in e["loc"]) or "(top level)"
         value = e.get("input")
         got = f" (got {_shown(value)})" if isinstance(value, str | int | float | bool) else ""
-        problems.append(f"{path}: {e['msg']}{got}")
+        msg = e["msg"].removeprefix("Value error, ")
+        problems.append(f"{path}: {msg}{got}")
     return "; ".join(problems)
 
 
@@ -247,5 +257,7 @@ def scenario_as_run(scenario: Scenario, seed: int, duration: float, launcher: st
     directory keeps as scenario.yaml); parsing it gives the scenario that ran."""
     data = scenario.model_dump(mode="json", exclude_none=True)
     data["seed"], data["duration"] = seed, duration
+    if scenario.load_shape is not None:  # a shorter run cuts the shape where it ends
+        data["load_shape"] = scenario.load_shape.cut(duration).model_dump(mode="json")
     data.setdefault("cluster", {})["launcher"] = launcher
     return yaml.safe_dump(data, sort_keys=False)

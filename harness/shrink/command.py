@@ -5,13 +5,14 @@ comes back on a re-run, reduce, and write ``shrunk.yaml`` into the run directory
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 from rich.console import Console
 
-from ..nightly.results import anomalies_by_checker
+from ...analysis.verdict import anomalies_by_checker
 from ..run.scenario import ScenarioError, load_scenario
 from .attempts import Attempts
 from .search import BudgetSpent, Scenario, Search, size_of, with_actions
@@ -80,6 +81,22 @@ def describe(s: Scenario) -> str:
     return f"{size.faults} fault(s), {size.duration:g}s of workload, {size.users} user(s)"
 
 
+@dataclass(frozen=True)
+class ShrinkResult:
+    """What a shrink did: the re-runs it took and, when the anomaly came back, the minimal
+    scenario it wrote (``scenario``) and the sizes before and after."""
+
+    reruns: int
+    before: str
+    scenario: Path | None = None  # shrunk.yaml; None: the anomaly did not come back
+    after: str | None = None
+    smaller: bool = False
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_SHRUNK if self.scenario is not None else EXIT_NOT_REPRODUCED
+
+
 def main_shrink(
     run_dir: Path,
     budget_s: float,
@@ -87,6 +104,18 @@ def main_shrink(
     scenario_file: Path | None,
     console: Console | None = None,
 ) -> int:
+    return shrink_run(run_dir, budget_s, anomalies, scenario_file, console).exit_code
+
+
+def shrink_run(
+    run_dir: Path,
+    budget_s: float,
+    anomalies: list[str] | None = None,
+    scenario_file: Path | None = None,
+    console: Console | None = None,
+) -> ShrinkResult:
+    """Shrink ``run_dir`` within ``budget_s`` (raises :class:`ShrinkError` for a run that
+    cannot be: valid, unreadable, no scenario, shrunk before)."""
     console = console or Console()
     base, flagged = original(run_dir, scenario_file)
     target = set(anomalies) if anomalies else flagged - {"metrics"} or flagged
@@ -114,7 +143,7 @@ def main_shrink(
             "[red]the anomaly did not come back on a re-run with the same seed and faults: "
             "it depends on timing this machine did not repeat; nothing shrunk[/]"
         )
-        return EXIT_NOT_REPRODUCED
+        return ShrinkResult(reruns=attempts.count, before=describe(base))
     search = Search(attempts.fails, log=lambda m: console.print(f"    -> {m}"))
     search.tried[json.dumps(base, sort_keys=True)] = True
     shrunk = search.shrink(base)
@@ -133,4 +162,4 @@ def main_shrink(
         f"{'shrunk' if smaller else 'nothing smaller still fails'}: {describe(base)} -> "
         f"{describe(shrunk)} in {attempts.count} re-runs; wrote {out}"
     )
-    return EXIT_SHRUNK
+    return ShrinkResult(attempts.count, describe(base), out, describe(shrunk), smaller)

@@ -3,7 +3,8 @@ project's codec (kio schemas), so it works against any cluster that serves them.
 
 It negotiates versions with ApiVersions per node and sends Metadata, FindCoordinator,
 ListTransactions, DescribeTransactions, DescribeProducers and WriteTxnMarkers, as
-Kafka's AdminClient does for ``kafka-transactions.sh``.
+Kafka's AdminClient does for ``kafka-transactions.sh``, and InitProducerId for KIP-939's
+forceTerminateTransaction.
 """
 
 from __future__ import annotations
@@ -16,9 +17,10 @@ from typing import Any, TypeVar
 
 from kio.schema.errors import ErrorCode
 
-from ...cluster.net.client import PeerConnection, PeerUnavailable
+from ...cluster.net.client import PeerAuthenticationFailed, PeerConnection, PeerUnavailable
 from ...cluster.protocol.build import make
 from ...cluster.protocol.codec import ProtocolError, request_class
+from ...cluster.security.sasl import SaslCredentials
 
 #: Granted CLUSTER_ACTION by a txnchaos cluster's default settings (an admin abort is a
 #: WriteTxnMarkers); any other cluster grants it by its own ACLs.
@@ -27,6 +29,7 @@ CLIENT_ID = "txnchaos-admin-transactions"
 API_METADATA = 3
 API_FIND_COORDINATOR = 10
 API_VERSIONS = 18
+API_INIT_PRODUCER_ID = 22
 API_WRITE_TXN_MARKERS = 27
 API_DESCRIBE_PRODUCERS = 61
 API_DESCRIBE_TRANSACTIONS = 65
@@ -40,6 +43,7 @@ VERSIONS: dict[int, tuple[int, int]] = {
     API_DESCRIBE_PRODUCERS: (0, 0),
     API_DESCRIBE_TRANSACTIONS: (0, 0),
     API_LIST_TRANSACTIONS: (0, 2),
+    API_INIT_PRODUCER_ID: (0, 6),
 }
 KEY_TYPE_TRANSACTION = 1
 TIMEOUT_S = 15.0
@@ -49,6 +53,11 @@ TIMEOUT_S = 15.0
 RETRIABLE = frozenset({14, 15, 16})
 RETRIES = 50
 RETRY_BACKOFF_S = 0.2
+CONCURRENT_TRANSACTIONS = 51
+SASL_AUTHENTICATION_FAILED = 58
+#: The timeout a force-terminate's InitProducerId names: valid under any
+#: transaction.max.timeout.ms; the producer's next init sets its own.
+FORCE_TERMINATE_TIMEOUT_MS = 1
 T = TypeVar("T")
 
 
@@ -136,9 +145,9 @@ class AbortSpec:
 class _Node:
     """One node: its connection and the API versions it serves."""
 
-    def __init__(self, host: str, port: int) -> None:
+    def __init__(self, host: str, port: int, sasl: SaslCredentials | None) -> None:
         self.address = f"{host}:{port}"
-        self.conn = PeerConnection(host, port, client_id=CLIENT_ID)
+        self.conn = PeerConnection(host, port, client_id=CLIENT_ID, sasl=sasl)
         self.versions: dict[int, tuple[int, int]] | None = None
 
     async def _negotiate(self) -> None:
@@ -170,6 +179,8 @@ class _Node:
                     f"needs v{min_version}"
                 )
             return await self.conn.request(make(request_class(api_key, version), body), TIMEOUT_S)
+        except PeerAuthenticationFailed as exc:  # not worth another node: same credentials
+            raise AdminError(str(exc), SASL_AUTHENTICATION_FAILED) from exc
         except (PeerUnavailable, OSError) as exc:
             raise Unreachable(f"{self.address}: {exc}") from exc
         except ProtocolError as exc:
@@ -199,10 +210,12 @@ def parse_bootstrap(bootstrap: str) -> list[tuple[str, int]]:
 
 
 class AdminClient:
-    """Async admin client; ``async with AdminClient(bootstrap) as admin: ...``."""
+    """Async admin client; ``async with AdminClient(bootstrap) as admin: ...``; ``sasl``:
+    the credentials every connection logs in with (``--command-config``)."""
 
-    def __init__(self, bootstrap: str) -> None:
+    def __init__(self, bootstrap: str, sasl: SaslCredentials | None = None) -> None:
         self.bootstrap = parse_bootstrap(bootstrap)
+        self.sasl = sasl
         self._nodes: dict[int, _Node] = {}
         self._seed: _Node | None = None
         self._metadata: ClusterMetadata | None = None
@@ -226,7 +239,7 @@ class AdminClient:
             return self._seed
         failures = []
         for host, port in self.bootstrap:
-            node = _Node(host, port)
+            node = _Node(host, port, self.sasl)
             try:
                 await node.send(API_METADATA, {"topics": [], "allow_auto_topic_creation": False})
             except Unreachable as exc:
@@ -278,7 +291,7 @@ class AdminClient:
             if broker is None:
                 raise AdminError(f"broker {node_id} is not in the cluster's metadata")
             address = (broker.host, broker.port)
-        node = self._nodes[node_id] = _Node(*address)
+        node = self._nodes[node_id] = _Node(*address, self.sasl)
         return node
 
     # -- transactions (coordinators) -----------------------------------------------
@@ -366,6 +379,41 @@ class AdminClient:
                 sorted((str(t.topic), int(p)) for t in s.topics for p in t.partitions)
             ),
         )
+
+    async def force_terminate(self, transactional_id: str) -> tuple[int, int]:
+        """KIP-939's forceTerminateTransaction: InitProducerId with KeepPreparedTxn false
+        at the id's coordinator, which aborts its open (even prepared) transaction and
+        fences its producer. Asked again while the abort completes (CONCURRENT_TRANSACTIONS).
+        Returns the producer id and epoch the id has now."""
+        for _ in range(RETRIES - 1):
+            try:
+                return await _retrying(lambda: self._init_producer_id(transactional_id))
+            except AdminError as exc:
+                if exc.code != CONCURRENT_TRANSACTIONS:
+                    raise
+            await asyncio.sleep(RETRY_BACKOFF_S)
+        return await _retrying(lambda: self._init_producer_id(transactional_id))
+
+    async def _init_producer_id(self, transactional_id: str) -> tuple[int, int]:
+        node_id, host, port = await self._find_coordinator(transactional_id)
+        node = await self._node(node_id, (host, port))
+        r = await node.send(
+            API_INIT_PRODUCER_ID,
+            {
+                "transactional_id": transactional_id,
+                "transaction_timeout": FORCE_TERMINATE_TIMEOUT_MS,
+                "enable2_pc": False,
+                "keep_prepared_txn": False,
+            },
+        )
+        if int(r.error_code):
+            code = int(r.error_code)
+            raise AdminError(
+                f"InitProducerId (force-terminate) for {transactional_id!r} on broker "
+                f"{node_id}: {error_name(code)}",
+                code,
+            )
+        return int(r.producer_id), int(r.producer_epoch)
 
     # -- partitions (leaders or replicas) ------------------------------------------
     async def describe_producers(

@@ -11,18 +11,41 @@ from typing import Any, TypeVar
 
 import click
 
+from ...cluster.security.sasl import SaslCredentials
 from ..cli_input import InputError, check_bootstrap
 from . import output, verbs
 from .admin import AdminClient, AdminError, Unreachable
+from .command_config import CommandConfigError, load_command_config
 
 T = TypeVar("T")
 BROKER = click.IntRange(min=0)
 OFFSET = click.IntRange(min=0)
 
 
+def _command_config(
+    ctx: click.Context, param: click.Parameter, value: Path | None
+) -> SaslCredentials | None:
+    """Read at parse time, so a bad file exits 2 before any connection is tried."""
+    if value is None:
+        return None
+    try:
+        return load_command_config(value)
+    except CommandConfigError as exc:
+        raise click.BadParameter(str(exc), ctx, param) from exc
+
+
 def _target(f: Callable[..., None]) -> Callable[..., None]:
-    """``--bootstrap HOST:PORT`` or ``--state FILE``, and ``--json``."""
+    """``--bootstrap HOST:PORT`` or ``--state FILE``, ``--command-config FILE`` and ``--json``."""
     f = click.option("--json", "as_json", is_flag=True, help="JSON output, for scripts.")(f)
+    f = click.option(
+        "--command-config",
+        type=click.Path(dir_okay=False, path_type=Path),
+        default=None,
+        callback=_command_config,
+        metavar="FILE",
+        help="Client properties (security.protocol, sasl.mechanism, sasl.jaas.config or "
+        "sasl.username/sasl.password), as Kafka's tools take them.",
+    )(f)
     f = click.option(
         "--state",
         "state_file",
@@ -53,11 +76,13 @@ def _bootstrap(bootstrap: str | None, state_file: Path | None) -> str:
         raise InputError(str(exc)) from exc
 
 
-def _run(bootstrap: str, work: Callable[[AdminClient], Awaitable[T]]) -> T:
+def _run(
+    bootstrap: str, sasl: SaslCredentials | None, work: Callable[[AdminClient], Awaitable[T]]
+) -> T:
     """Run ``work`` with an admin client; cluster errors become exit code 2."""
 
     async def go() -> T:
-        async with AdminClient(bootstrap) as admin:
+        async with AdminClient(bootstrap, sasl) as admin:
             return await work(admin)
 
     try:
@@ -103,6 +128,7 @@ def transactions_command() -> None:
 def list_command(
     bootstrap: str | None,
     state_file: Path | None,
+    command_config: SaslCredentials | None,
     as_json: bool,
     broker: int | None,
     states: tuple[str, ...],
@@ -114,6 +140,7 @@ def list_command(
     target = _bootstrap(bootstrap, state_file)
     items = _run(
         target,
+        command_config,
         lambda admin: verbs.list_transactions(
             admin,
             broker,
@@ -130,11 +157,15 @@ def list_command(
 @_target
 @click.option("--transactional-id", required=True, help="The transactional id.")
 def describe_command(
-    bootstrap: str | None, state_file: Path | None, as_json: bool, transactional_id: str
+    bootstrap: str | None,
+    state_file: Path | None,
+    command_config: SaslCredentials | None,
+    as_json: bool,
+    transactional_id: str,
 ) -> None:
     """Describe one transactional id's transaction at its coordinator (DescribeTransactions)."""
     target = _bootstrap(bootstrap, state_file)
-    d = _run(target, lambda admin: verbs.describe(admin, transactional_id))
+    d = _run(target, command_config, lambda admin: verbs.describe(admin, transactional_id))
     click.echo(output.description(d, as_json))
 
 
@@ -146,6 +177,7 @@ def describe_command(
 def describe_producers_command(
     bootstrap: str | None,
     state_file: Path | None,
+    command_config: SaslCredentials | None,
     as_json: bool,
     topic: str,
     partition: int,
@@ -153,7 +185,11 @@ def describe_producers_command(
 ) -> None:
     """The active producers of a partition (DescribeProducers)."""
     target = _bootstrap(bootstrap, state_file)
-    items = _run(target, lambda admin: verbs.describe_producers(admin, topic, partition, broker))
+    items = _run(
+        target,
+        command_config,
+        lambda admin: verbs.describe_producers(admin, topic, partition, broker),
+    )
     click.echo(output.producers(items, _now_ms(), as_json))
 
 
@@ -175,6 +211,7 @@ def describe_producers_command(
 def find_hanging_command(
     bootstrap: str | None,
     state_file: Path | None,
+    command_config: SaslCredentials | None,
     as_json: bool,
     broker: int | None,
     topic: str | None,
@@ -190,6 +227,7 @@ def find_hanging_command(
     now = _now_ms()
     items = _run(
         target,
+        command_config,
         lambda admin: verbs.find_hanging(
             admin,
             broker=broker,
@@ -213,6 +251,7 @@ def find_hanging_command(
 def abort_command(
     bootstrap: str | None,
     state_file: Path | None,
+    command_config: SaslCredentials | None,
     as_json: bool,
     topic: str,
     partition: int,
@@ -248,7 +287,7 @@ def abort_command(
         await verbs.abort(admin, spec)
         return spec
 
-    spec = _run(target, work)
+    spec = _run(target, command_config, work)
     if as_json:
         import json
 
@@ -268,4 +307,42 @@ def abort_command(
         click.echo(
             f"aborted the transaction of producer {spec.producer_id} (epoch "
             f"{spec.producer_epoch}) on {spec.topic}-{spec.partition}"
+        )
+
+
+@transactions_command.command("force-terminate")
+@_target
+@click.option("--transactional-id", required=True, help="The transactional id.")
+def force_terminate_command(
+    bootstrap: str | None,
+    state_file: Path | None,
+    command_config: SaslCredentials | None,
+    as_json: bool,
+    transactional_id: str,
+) -> None:
+    """Abort a transactional id's open transaction, even a prepared two-phase-commit one
+    (KIP-939; InitProducerId with KeepPreparedTxn false: its producer is fenced)."""
+    if not transactional_id:
+        raise click.BadParameter("must not be empty", param_hint="--transactional-id")
+    target = _bootstrap(bootstrap, state_file)
+    pid, epoch = _run(
+        target, command_config, lambda admin: verbs.force_terminate(admin, transactional_id)
+    )
+    if as_json:
+        import json
+
+        click.echo(
+            json.dumps(
+                {
+                    "terminated": True,
+                    "transactional_id": transactional_id,
+                    "producer_id": pid,
+                    "producer_epoch": epoch,
+                }
+            )
+        )
+    else:
+        click.echo(
+            f"terminated the transaction of {transactional_id!r}; its producer id is now "
+            f"{pid} at epoch {epoch}"
         )

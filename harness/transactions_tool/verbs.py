@@ -1,6 +1,7 @@
 """What each ``txnchaos transactions`` verb does, on top of :class:`AdminClient`: the
 workflow of KIP-664's ``kafka-transactions.sh`` (list, describe, describe-producers,
-find-hanging, abort), as Kafka's TransactionsCommand implements it."""
+find-hanging, abort), as Kafka's TransactionsCommand implements it, and KIP-939's
+force-terminate."""
 
 from __future__ import annotations
 
@@ -154,3 +155,9 @@ def spec_for(
 
 async def abort(admin: AdminClient, spec: AbortSpec) -> None:
     await admin.abort(spec)
+
+
+async def force_terminate(admin: AdminClient, transactional_id: str) -> tuple[int, int]:
+    """Abort the id's open transaction, prepared or not (KIP-939); its new producer id and
+    epoch."""
+    return await admin.force_terminate(transactional_id)

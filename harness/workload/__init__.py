@@ -5,7 +5,8 @@ kind: spec, worker and registry entry; :mod:`.kinds.registry` lists them), :mod:
 :mod:`.workers` (what the kinds' specs and workers share), :mod:`.recording` (the history a
 producer client records, whatever its library), :mod:`.clients` (confluent-kafka clients),
 :mod:`.ours` (our own producer client), :mod:`.users` (locust users),
-:mod:`.runner` (locust as a library: local, web UI, distributed), :mod:`.crash` /
+:mod:`.runner` (locust as a library: local, web UI, distributed), :mod:`.load_shape` (a load
+test's rate profile, without locust), :mod:`.crash` /
 :mod:`.crashable` (client processes that can be SIGKILLed), :mod:`.final_read` (the final
 read_committed read of every partition).
 

@@ -14,6 +14,8 @@ Protocol on stdout (one line each, flushed): ``READY`` once the worker has start
   delivery reports: the history holds sends without completions.
 * ``in-poll`` (consumer, copier): after ``hold_after`` steps, ``HOLD`` is printed just before a
   long consume() call, so a kill lands in the middle of the poll.
+* ``after-prepare`` / ``after-db-commit`` (dual writer): a KIP-939 transaction prepared and
+  its database rows written but not committed / committed, the Kafka commit never called.
 
 Each worker's ``hold`` implements the points its kind takes (its registry entry's
 ``crash_holds``).
@@ -31,10 +33,11 @@ from pathlib import Path
 from types import FrameType
 
 from .config import load_workload
-from .kinds.registry import user_kind
+from .kinds.registry import KINDS, user_kind
 from .workers import WorkerContext
 
-HOLDS = ("none", "before-commit", "before-ack", "in-poll")
+#: ``none`` and every hold point some registered kind takes (its ``crash_holds``).
+HOLDS = ("none", *sorted({hold for kind in KINDS for hold in kind.crash_holds.values()}))
 
 
 def say(line: str) -> None:

@@ -24,6 +24,7 @@ from typing import Any
 from confluent_kafka import IsolationLevel, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
+from ..client_security import security_config
 from ..history.final_state import FinalPartition
 from ..history.schema import EventType, Isolation
 from ..history.writer import HistoryWriter
@@ -117,9 +118,15 @@ def list_ends(
     bootstrap: str,
     topics: Iterable[str | TopicSpec] | Mapping[str, int],
     timeout_s: float = 30.0,
+    security: Mapping[str, Any] | None = None,
 ) -> list[PartitionEnd]:
-    """Log start, LSO and high watermark of every partition of ``topics``."""
-    conf: dict[str, Any] = {"bootstrap.servers": bootstrap, "logger": CLIENT_LOG}
+    """Log start, LSO and high watermark of every partition of ``topics`` (``security``:
+    the clients' SASL keys, see ``harness.client_security``)."""
+    conf: dict[str, Any] = {
+        "bootstrap.servers": bootstrap,
+        "logger": CLIENT_LOG,
+        **(security or {}),
+    }
     admin = AdminClient(conf)
     counts = _partition_counts(admin, topics, timeout_s)
     tps = [TopicPartition(t, p) for t, n in sorted(counts.items()) for p in range(n)]
@@ -168,7 +175,9 @@ def final_read(
     (everything read until then is recorded).
     """
     deadline = time.monotonic() + timeout_s
-    ends = list_ends(bootstrap, topics, timeout_s=min(timeout_s, 60.0))
+    ends = list_ends(
+        bootstrap, topics, timeout_s=min(timeout_s, 60.0), security=security_config(client_config)
+    )
     result = FinalReadResult(partitions=ends)
     conf = {
         "bootstrap.servers": bootstrap,

@@ -243,7 +243,8 @@ class OurProducerClient(RecordingProducer):
 def our_config(
     conf: Mapping[str, Any], transaction_version: int | None, **extra: Any
 ) -> ProducerConfig:
-    """Our producer's settings from the librdkafka-style properties the workers build.
+    """Our producer's settings from the librdkafka-style properties the workers build
+    (with the scenario's SASL keys, ``harness.client_security``).
 
     A request gives up after half the transaction timeout (5-30 s): one that waits longer
     (a connection parked by the fault proxy while its node is down) only finds its
@@ -257,5 +258,9 @@ def our_config(
         request_timeout_ms=min(30_000, max(5_000, txn_timeout_ms // 2)),
         transaction_version=transaction_version,
         linger_ms=float(conf.get("linger.ms", 5)),
+        security_protocol=str(conf.get("security.protocol", "PLAINTEXT")),
+        sasl_mechanism=conf.get("sasl.mechanism"),
+        sasl_username=conf.get("sasl.username"),
+        sasl_password=conf.get("sasl.password"),
         **extra,
     )

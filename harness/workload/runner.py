@@ -28,7 +28,9 @@ index, ``txn-producer-w3-0``, so the directories merge without clashes)::
     python -m txnchaos.harness.workload.runner --config wl.yaml --bootstrap B --run-dir R \\
         --worker --master-host MASTER_IP
 
-``--config`` accepts a workload YAML/JSON file, or a scenario file with a ``workload:`` key.
+``--master-port 0`` lets the master's socket take a free port; ``--master-port-file`` says
+which, once it listens.  ``--config`` accepts a workload YAML/JSON file, or a scenario file
+with a ``workload:`` key (and its ``load_shape:``, unless ``--load-shape`` gives one).
 """
 
 from __future__ import annotations
@@ -51,13 +53,16 @@ import gevent
 import gevent.event
 from locust.env import Environment
 from locust.runners import MasterRunner, Runner
+from locust.shape import LoadTestShape
 from locust.stats import stats_history, stats_printer
 
+from ..client_security import security_config
 from .clients import GeventExecutor
 from .config import WorkloadConfig, load_workload
+from .load_shape import LoadShape
 from .topics import ensure_topics
 from .users import WorkloadRuntime, user_classes
-from .web import web_url, write_web_url
+from .web import web_url, write_master_port, write_web_url
 from .workers import NameAllocator, WorkerContext
 
 log = logging.getLogger(__name__)
@@ -97,6 +102,20 @@ def _ui_ignores_argv() -> None:
     argument_parser.ui_extra_args_dict = ui_extra_args_dict
 
 
+class ScenarioShape(LoadTestShape):
+    """locust's side of a scenario's :class:`LoadShape`: every tick, the users to run now."""
+
+    def __init__(self, shape: LoadShape, config: WorkloadConfig, spawn_rate: float) -> None:
+        super().__init__()
+        self.shape = shape
+        self.config = config
+        self.spawn_rate = spawn_rate
+
+    def tick(self) -> tuple[int, float]:
+        level = self.shape.level_at(self.get_run_time())
+        return self.shape.users_at_level(self.config, level), self.spawn_rate
+
+
 class WorkloadRunner:
     """locust as a library for one run.  ``mode`` is ``local``, ``master`` or ``worker``."""
 
@@ -125,6 +144,8 @@ class WorkloadRunner:
         create_topics: bool = True,
         stats_callback: Callable[[LiveStats], None] | None = None,
         stats_interval_s: float = 1.0,
+        load_shape: LoadShape | None = None,
+        master_port_file: str | Path | None = None,
     ) -> None:
         if mode not in ("local", "master", "worker"):
             raise ValueError(f"mode must be local, master or worker, not {mode!r}")
@@ -143,8 +164,12 @@ class WorkloadRunner:
         self.create_topics = create_topics
         self.stats_callback = stats_callback
         self.stats_interval_s = stats_interval_s
-        self.user_classes = user_classes(self.config)
+        self.load_shape = load_shape
+        self.master_port_file = Path(master_port_file) if master_port_file else None
+        self.user_classes = user_classes(self.config, load_shape)
         self.user_count = sum(u.fixed_count for u in self.user_classes)
+        if load_shape is not None:  # the most users the shape ever runs
+            self.user_count = load_shape.users_at_level(self.config, load_shape.peak_level())
         self.spawn_rate = spawn_rate or max(1.0, float(self.user_count))
         ctx = WorkerContext(
             config=self.config,
@@ -155,7 +180,14 @@ class WorkloadRunner:
             flush_every=flush_every,
             fsync=fsync,
         )
-        self.env = Environment(user_classes=list(self.user_classes), stop_timeout=stop_timeout_s)
+        shape = (
+            ScenarioShape(load_shape, self.config, self.spawn_rate)
+            if load_shape is not None and mode != "worker"
+            else None
+        )
+        self.env = Environment(
+            user_classes=list(self.user_classes), stop_timeout=stop_timeout_s, shape_class=shape
+        )
         self.env.txnchaos = WorkloadRuntime(  # type: ignore[attr-defined]
             ctx=ctx, names=NameAllocator(self.run_dir), abort_open_on_stop=abort_open_on_stop
         )
@@ -173,13 +205,20 @@ class WorkloadRunner:
         self.started = True
         self.run_dir.mkdir(parents=True, exist_ok=True)
         if self.create_topics and self.mode != "worker":
-            ensure_topics(self.bootstrap, self.config.topics)
+            ensure_topics(
+                self.bootstrap,
+                self.config.topics,
+                security=security_config(self.config.client_config),
+            )
         env = self.env
         master: MasterRunner | None = None
         if self.mode == "local":
             runner: Runner = env.create_local_runner()
         elif self.mode == "master":
             runner = master = env.create_master_runner(self.master_bind_host, self.master_port)
+            self.master_port = int(master.server.port)
+            if self.master_port_file is not None:
+                write_master_port(self.master_port_file, self.master_port)
         else:
             env.create_worker_runner(self.master_host, self.master_port)
             return  # a worker spawns what the master tells it
@@ -198,7 +237,9 @@ class WorkloadRunner:
                         f"only {master.worker_count} of {self.expect_workers} workers connected"
                     )
                 gevent.sleep(0.2)
-        if self.user_count:
+        if env.shape_class is not None:
+            runner.start_shape()
+        elif self.user_count:
             runner.start(self.user_count, spawn_rate=self.spawn_rate)
 
     def _serve_web_ui(self, timeout_s: float = 30.0) -> None:
@@ -299,17 +340,24 @@ class WorkloadRunner:
 # -- command line -------------------------------------------------------------------------------
 
 
-def _load_config_file(path: Path) -> WorkloadConfig:
+def _read_data(path: Path) -> Any:
     text = path.read_text(encoding="utf-8")
     if path.suffix == ".json":
-        data = json.loads(text)
-    else:
-        import yaml
+        return json.loads(text)
+    import yaml
 
-        data = yaml.safe_load(text)
+    return yaml.safe_load(text)
+
+
+def _load_config_file(path: Path) -> tuple[WorkloadConfig, LoadShape | None]:
+    """The workload of a workload or scenario file, and the scenario's load shape if any."""
+    data = _read_data(path)
+    shape = None
     if isinstance(data, dict) and "workload" in data:
+        if data.get("load_shape") is not None:
+            shape = LoadShape.model_validate(data["load_shape"])
         data = data["workload"]
-    return load_workload(data)
+    return load_workload(data), shape
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -335,14 +383,18 @@ def main(argv: list[str] | None = None) -> int:
     role.add_argument("--worker", action="store_true")
     ap.add_argument("--master-host", default="127.0.0.1")
     ap.add_argument("--master-bind-host", default="127.0.0.1")
-    ap.add_argument("--master-port", type=int, default=5557)
+    ap.add_argument("--master-port", type=int, default=5557, help="0: a free port")
+    ap.add_argument("--master-port-file", type=Path, help="write the master's port here")
     ap.add_argument("--expect-workers", type=int, default=1)
+    ap.add_argument("--load-shape", type=Path, help="a load shape (JSON or YAML)")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     from .config import WorkloadConfigError
 
     try:
-        config = _load_config_file(args.config)
+        config, shape = _load_config_file(args.config)
+        if args.load_shape is not None:
+            shape = LoadShape.model_validate(_read_data(args.load_shape))
     except (OSError, WorkloadConfigError, ValueError) as e:
         print(e, file=sys.stderr)
         return 2
@@ -371,8 +423,13 @@ def main(argv: list[str] | None = None) -> int:
         master_bind_host=args.master_bind_host,
         expect_workers=args.expect_workers,
         stats_callback=write_stats if stats_file else None,
+        load_shape=shape,
+        master_port_file=args.master_port_file,
     )
     if mode == "worker":
+        # SIGTERM / SIGINT: the same clean stop as the master's quit (users finish their task)
+        gevent.signal_handler(signal.SIGTERM, lambda: gevent.spawn(wl.stop))
+        gevent.signal_handler(signal.SIGINT, lambda: gevent.spawn(wl.stop))
         final = wl.run(args.duration)
     else:
         # SIGTERM / SIGINT end the run early with the same clean stop as the deadline.

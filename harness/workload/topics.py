@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -15,8 +16,14 @@ class TopicSetupError(RuntimeError):
     pass
 
 
-def ensure_topics(bootstrap: str, topics: Iterable[TopicSpec], timeout_s: float = 60.0) -> None:
-    """Create every topic with ``create`` set; a topic that already exists is accepted.
+def ensure_topics(
+    bootstrap: str,
+    topics: Iterable[TopicSpec],
+    timeout_s: float = 60.0,
+    security: Mapping[str, Any] | None = None,
+) -> None:
+    """Create every topic with ``create`` set; a topic that already exists is accepted
+    (``security``: the clients' SASL keys, see ``harness.client_security``).
 
     Waits on the futures by polling ``done()`` so that it also behaves under gevent's
     monkey-patching (the admin client completes futures from its own native thread).
@@ -24,7 +31,7 @@ def ensure_topics(bootstrap: str, topics: Iterable[TopicSpec], timeout_s: float 
     wanted = [t for t in topics if t.create]
     if not wanted:
         return
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = AdminClient({"bootstrap.servers": bootstrap, **(security or {})})
     futures = admin.create_topics(
         [NewTopic(t.name, t.partitions, t.replication_factor) for t in wanted],
         operation_timeout=timeout_s,

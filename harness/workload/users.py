@@ -29,6 +29,7 @@ from locust import User, constant, constant_throughput, task
 
 from .kinds.kind import UserKind
 from .kinds.registry import KINDS
+from .load_shape import LoadShape
 from .workers import NameAllocator, Worker, WorkerContext, make_worker
 
 log = logging.getLogger(__name__)
@@ -120,17 +121,19 @@ def _user_base(kind: UserKind) -> type[WorkloadUser]:
 USER_BASES: dict[str, type[WorkloadUser]] = {k.name: _user_base(k) for k in KINDS}
 
 
-def user_classes(config: Any) -> list[type[WorkloadUser]]:
+def user_classes(config: Any, shape: LoadShape | None = None) -> list[type[WorkloadUser]]:
     """One concrete user class per spec with ``count > 0``.
 
     Class names are derived from the config only (``<Base>_<prefix>``), so a master and its
     workers started with the same config agree on them (locust's distributed mode sends class
-    names).
+    names).  Users run their fixed ``count``; under a load ``shape`` the scaled kinds' users
+    are weighted by their count instead, and the shape says how many run.
     """
     out: list[type[WorkloadUser]] = []
     for spec in config.users:
         if spec.count == 0:
             continue
+        scaled = shape is not None and spec.kind in shape.scaled
         base = USER_BASES[spec.kind]
         prefix = config.process_prefix(spec)
         name = f"{base.__name__}_{re.sub(r'[^A-Za-z0-9_]', '_', prefix)}"
@@ -141,7 +144,8 @@ def user_classes(config: Any) -> list[type[WorkloadUser]]:
             {
                 "abstract": False,
                 "spec": spec,
-                "fixed_count": spec.count,
+                "fixed_count": 0 if scaled else spec.count,
+                "weight": spec.count,
                 "wait_time": wait,
                 "__module__": __name__,
             },

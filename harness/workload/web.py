@@ -1,4 +1,5 @@
-"""Where locust's web UI listens, in terms both sides of ``txnchaos run --web`` share.
+"""Where locust's web UI (and a distributed master) listens, in terms both sides of
+``txnchaos run`` share.
 
 The orchestrator must never import locust (it monkey-patches the whole process with gevent,
 and the orchestrator already runs real threads: proxies, scrapers, samplers). So the workload
@@ -13,7 +14,15 @@ import os
 import socket
 from pathlib import Path
 
-__all__ = ["WebAddressError", "check_web_address", "read_web_url", "web_url", "write_web_url"]
+__all__ = [
+    "WebAddressError",
+    "check_web_address",
+    "read_master_port",
+    "read_web_url",
+    "web_url",
+    "write_master_port",
+    "write_web_url",
+]
 
 
 class WebAddressError(ValueError):
@@ -26,13 +35,15 @@ def web_url(host: str, port: int) -> str:
     return f"http://{shown}:{port}"
 
 
-def check_web_address(host: str, port: int | None) -> None:
+def check_web_address(
+    host: str, port: int | None, option: str = "--web-host", what: str = "the web UI"
+) -> None:
     """Bind ``host:port`` (port 0 when None) once and let go: a bad host or a taken port is
     refused before a cluster starts, not after."""
     try:
         infos = socket.getaddrinfo(host, port or 0, type=socket.SOCK_STREAM)
     except OSError as exc:
-        raise WebAddressError(f"--web-host {host}: {exc.strerror or exc}") from exc
+        raise WebAddressError(f"{option} {host}: {exc.strerror or exc}") from exc
     family, kind, proto, _, address = infos[0]
     with socket.socket(family, kind, proto) as s:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the UI's server does
@@ -40,7 +51,7 @@ def check_web_address(host: str, port: int | None) -> None:
             s.bind(address)
         except OSError as exc:
             where = f"{host}:{port}" if port else host
-            raise WebAddressError(f"the web UI cannot listen on {where}: {exc.strerror}") from exc
+            raise WebAddressError(f"{what} cannot listen on {where}: {exc.strerror}") from exc
 
 
 def write_web_url(path: Path, url: str) -> None:
@@ -56,3 +67,14 @@ def read_web_url(path: Path) -> str | None:
         return path.read_text(encoding="utf-8").strip() or None
     except OSError:
         return None
+
+
+def write_master_port(path: Path, port: int) -> None:
+    """The port a distributed master's socket took (written whole, like the URL)."""
+    write_web_url(path, str(port))
+
+
+def read_master_port(path: Path) -> int | None:
+    """The master's port, or None while it is not listening yet."""
+    text = read_web_url(path)
+    return int(text) if text else None

@@ -18,8 +18,8 @@ from txnchaos.analysis.projections import Projections
 from txnchaos.analysis.reference import judge
 from txnchaos.analysis.summary import summarize
 
-#: the Spark checkers the reference covers (metrics is not one: it judges the nodes' metrics)
-SPARK_CHECKERS = tuple(c for c in CHECKERS if c.NAME != "metrics")
+#: the Spark checkers the reference covers: all of them
+SPARK_CHECKERS = CHECKERS
 EXACT = ("wr", "first_read", "loc_min", "loc_max")
 
 Judgement = dict[str, tuple[str | None, list[dict[str, Any]]]]

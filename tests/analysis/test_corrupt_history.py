@@ -13,6 +13,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from txnchaos.analysis import pipeline
+from txnchaos.analysis.analyze import main_analyze
 from txnchaos.analysis.load import prepare_run
 from txnchaos.harness.history import EventType, HistoryWriter, RunDirError, encode_value
 from txnchaos.harness.history.compact import (
@@ -254,6 +255,11 @@ def test_corrupt_parquet_pages_exit_2_naming_the_file(
     data[100 : len(data) // 2] = b"\xab" * (len(data) // 2 - 100)
     parquet.write_bytes(bytes(data))
     assert pipeline.main_analyze(tmp_path) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith(f"txnchaos analyze: {parquet} is not readable Parquet"), err
+    assert not (tmp_path / "verdict.json").exists()
+    # the reference engine refuses it alike, in its own words after the file's name
+    assert main_analyze(tmp_path, engine="reference") == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1].startswith(f"txnchaos analyze: {parquet} is not readable Parquet"), err
     assert not (tmp_path / "verdict.json").exists()

@@ -238,7 +238,8 @@ def test_a_clean_synthetic_run_directory_is_valid(tmp_path: Path) -> None:
     Synth(SynthConfig(seed=3)).build().write(tmp_path)
     j = judge(tmp_path)
     assert {n: r.counts for n, r in j.items() if any(r.counts.values())} == {}
-    assert {n: r.unknown for n, r in j.items() if r.unknown} == {}
+    # the simulator has no dual writers (no database contents to compare)
+    assert {n: r.unknown for n, r in j.items() if r.unknown and n != "dual_write"} == {}
 
 
 def test_a_transaction_returned_whole_is_not_torn_by_a_value_not_naming_it() -> None:

@@ -280,3 +280,31 @@ def test_quantiles_from_log_bins_are_within_six_percent() -> None:
     for q in (0.5, 0.95, 0.99):
         exact = sorted(values)[math.ceil(q * len(values)) - 1]
         assert abs(quantile_of_bins(bins, q) / exact - 1) < 0.065
+
+
+def test_load_numbers_match_the_history(reports: dict[str, tuple[Synth, Verdict, str]]) -> None:
+    """Committed transactions per second and each operation type's p50/p95/p99 (verdict.json
+    and the report's table) agree with the ops the history holds."""
+    import math
+
+    synth, verdict, html = reports["valid"]
+    commits = [o for o in synth.ops if o["type"] == "commit" and o["outcome"] == "ok"]
+    secs = [o["invoke_ns"] // SEC for o in commits]
+    assert verdict.stats["committed_txn_per_s"] == round(
+        len(commits) / (max(secs) - min(secs) + 1), 2
+    )
+    latency = verdict.stats["latency_ms"]
+    for typ in ("send", "commit", "poll"):
+        done = sorted(
+            o["complete_ns"] - o["invoke_ns"]
+            for o in synth.ops
+            if o["type"] == typ and o.get("complete_ns") is not None
+        )
+        assert latency[typ]["n"] == len(done)
+        for q in (50, 95, 99):
+            exact = max(done[math.ceil(q / 100 * len(done)) - 1], 1) / 1e6
+            assert abs(latency[typ][f"p{q}_ms"] / exact - 1) < 0.13, (typ, q)
+    table = re.search(r'<table class="latency" id="latency-percentiles">(.*?)</table>', html, re.S)
+    row = f'<td>commit</td><td class="num">{latency["commit"]["n"]:,}</td>'
+    assert table is not None and row in table.group(1)
+    assert f'id="committed-txn-per-s">{verdict.stats["committed_txn_per_s"]:,.1f}' in html

@@ -4,7 +4,11 @@ run-directory format, and a killed node only costs that node's samples."""
 from __future__ import annotations
 
 import json
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -55,3 +59,41 @@ def test_scraper_writes_run_dir_samples(tmp_path: Path) -> None:
     assert set(sample) == {"time_ns", "node", "name", "labels", "value"}
     assert any(json.loads(line)["name"] == "txnchaos_requests_total" for line in lines)
     assert compact_metrics(tmp_path / "run") is not None
+
+
+@contextmanager
+def _exposition(value: float) -> Iterator[str]:
+    """A real HTTP endpoint serving one gauge; yields its URL."""
+    body = f"# TYPE g gauge\ng {value}\n".encode()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/metrics"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_endpoints_given_as_a_function_are_asked_every_round(tmp_path: Path) -> None:
+    """A docker node restarted serves its metrics on a new published port."""
+    with _exposition(1.0) as before, _exposition(2.0) as after:
+        current = {"node-1": before}
+        scraper = MetricsScraper(tmp_path / "run", lambda: current)
+        assert scraper.sample_once() == 1
+        current = {"node-1": after}
+        assert scraper.sample_once() == 1
+        scraper.close()
+    lines = (tmp_path / "run" / "metrics" / "node-1.jsonl").read_text().splitlines()
+    assert [json.loads(line)["value"] for line in lines] == [1.0, 2.0]
+    assert scraper.failures == 0

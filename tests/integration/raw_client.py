@@ -8,6 +8,7 @@ from typing import Any
 from txnchaos.cluster.net.client import PeerConnection
 from txnchaos.cluster.protocol.build import make
 from txnchaos.cluster.protocol.codec import request_class
+from txnchaos.cluster.security.sasl import SaslCredentials
 
 
 def address(bootstrap: str) -> tuple[str, int]:
@@ -23,9 +24,15 @@ AddPartitionsToTxn v4+ like a broker): server-only APIs accept it."""
 class RawClient:
     """A synchronous facade over the node-to-node client, for tests."""
 
-    def __init__(self, host: str, port: int, client_id: str = "txnchaos-test") -> None:
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        client_id: str = "txnchaos-test",
+        sasl: SaslCredentials | None = None,
+    ) -> None:
         self.loop = asyncio.new_event_loop()
-        self.conn = PeerConnection(host, port, client_id=client_id)
+        self.conn = PeerConnection(host, port, client_id=client_id, sasl=sasl)
 
     def request(
         self, api_key: int, version: int, body: dict[str, Any] | None = None, **fields: Any

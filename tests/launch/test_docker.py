@@ -17,8 +17,10 @@ import pytest
 from confluent_kafka import Producer
 
 from txnchaos.harness.faults.fault_log import read_fault_log
+from txnchaos.harness.launch import docker as docker_launch
 from txnchaos.harness.launch.base import ClusterSpec
 from txnchaos.harness.launch.docker import LABEL_RUN, DockerHandle, DockerLauncher
+from txnchaos.harness.launch.errors import LaunchError
 
 from .helpers import StatsConsumer, create_topic, metric, produce
 
@@ -110,8 +112,12 @@ def test_restart_and_kill_keep_the_data(cluster: DockerHandle, topic: str) -> No
 
     cluster.kill(BROKER)
     assert _status(cluster, BROKER) == "exited"
+    assert cluster.node(BROKER).metrics_url is None  # nothing to scrape while it is down
     cluster.restart(BROKER)
     produce(cluster.bootstrap, topic, [b"d%d" % i for i in range(5)])
+    # The restarted container's published metrics port (Docker picks a new one) is known.
+    url = cluster.node(BROKER).metrics_url
+    assert url is not None and metric(url, "txnchaos_bytes_in_total") > 0
 
     expected = {
         f"{p}{i}".encode() for p, n in (("a", 50), ("b", 5), ("c", 5), ("d", 5)) for i in range(n)
@@ -123,6 +129,23 @@ def test_restart_and_kill_keep_the_data(cluster: DockerHandle, topic: str) -> No
         fresh.close()
 
 
+def test_a_restart_that_gives_up_still_points_the_proxy_at_the_new_container(
+    cluster: DockerHandle, topic: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A killed broker restarted while the controller is paused cannot register, so the
+    restart gives up; once the controller resumes, the broker serves on a new published
+    port, which clients reach through the same proxy."""
+    monkeypatch.setattr(docker_launch, "READY_TIMEOUT_S", 3.0)
+    cluster.pause(CONTROLLER)
+    try:
+        cluster.kill(BROKER)
+        with pytest.raises(LaunchError, match="did not serve"):
+            cluster.restart(BROKER)
+    finally:
+        cluster.resume(CONTROLLER)
+    produce(cluster.bootstrap, topic, [b"f%d" % i for i in range(5)])
+
+
 def test_network_disconnect_and_reconnect(cluster: DockerHandle, topic: str) -> None:
     producer = Producer({"bootstrap.servers": cluster.bootstrap, "enable.idempotence": True})
     producer.list_topics(timeout=30)
@@ -132,7 +155,7 @@ def test_network_disconnect_and_reconnect(cluster: DockerHandle, topic: str) -> 
     cluster.reconnect(BROKER)
     assert producer.flush(60) == 0
     kinds = [e["kind"] for e in read_fault_log(cluster.run_dir) if e["link"] is None]
-    assert kinds == ["pause", "restart", "kill", "restart", "disconnect"]
+    assert kinds == ["pause", "restart", "kill", "restart", "kill", "pause", "disconnect"]
 
 
 def test_unproxied_cluster_and_cleanup(docker: Any, node_image: str, tmp_path: Path) -> None:

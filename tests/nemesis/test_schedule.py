@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -63,6 +65,10 @@ def test_every_fault_heals_before_the_end_and_calm_is_calm(
         if fault.kind == "delay":
             assert fault.rule["link"] in TARGETS.links and fault.rule["ms"] > 0
     assert [f.at for f in schedule] == sorted(f.at for f in schedule)
+    # Node faults one at a time: a restart must not wait on a paused controller.
+    on_nodes = [f for f in schedule if f.kind in ("kill", "pause", "restart")]
+    for earlier, later in pairwise(on_nodes):
+        assert later.at >= earlier.end
 
 
 def test_explicit_actions_are_checked() -> None:

@@ -2,7 +2,9 @@
 scenarios, one healthy and one on a cluster with a bug switch on (read_committed fetches
 ignore the aborted-transaction index), so the night has a valid run and an invalid
 one: exit code 1, both run directories kept, and a summary, junit file and trend page
-that say which run failed and how to repeat it."""
+that say which run failed and how to repeat it.  The invalid run is shrunk with a budget
+that leaves room for the one re-run that shows the anomaly comes back: its row links the
+(not smaller) minimal scenario, and the exit code is still 1."""
 
 from __future__ import annotations
 
@@ -41,6 +43,7 @@ def test_a_night_with_a_valid_and_an_invalid_run(tmp_path: Path) -> None:
     )
     root = tmp_path / "nightly"
     args = ["nightly", str(scenarios), "--runs", "2", "--out", str(root), "--seed-base", "40"]
+    args += ["--shrink-budget", "1s"]
     proc = subprocess.run(
         [sys.executable, "-m", "txnchaos.harness.cli", *args],
         capture_output=True,
@@ -72,3 +75,12 @@ def test_a_night_with_a_valid_and_an_invalid_run(tmp_path: Path) -> None:
     assert 'href="runs/001-buggy-seed40/report.html"' in (night / "summary.html").read_text()
     assert f'href="{night.name}/summary.html"' in (root / "trend.html").read_text()
     assert "buggy seed 40" in proc.stdout and "invalid" in proc.stdout
+
+    shrunk = "runs/001-buggy-seed40/shrunk.yaml"
+    assert (runs["buggy"]["shrunk"], runs["buggy"]["shrink_reruns"]) == (shrunk, 1)
+    assert "nothing smaller fails" in runs["buggy"]["shrink_note"]
+    assert "expect:" in (night / shrunk).read_text()
+    assert runs["healthy"]["shrunk"] is None and runs["healthy"]["shrink_note"] is None
+    assert f'href="{shrunk}"' in (night / "summary.html").read_text()
+    message = failed.find("failure").get("message") or ""  # type: ignore[union-attr]
+    assert f"minimal scenario {shrunk} (1 re-run)" in message

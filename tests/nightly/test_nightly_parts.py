@@ -20,6 +20,7 @@ from txnchaos.harness.nightly.plan import (
     scenario_files,
 )
 from txnchaos.harness.nightly.results import HARNESS_FAILED, RunRow, fill_from_run_dir
+from txnchaos.harness.nightly.shrinking import shrink_row, wanted
 
 SCENARIO = """name: {name}
 duration: {duration}
@@ -213,3 +214,33 @@ def test_trend_reads_every_night_and_skips_broken_ones(tmp_path: Path) -> None:
     assert "20261125-020000" not in page
     assert "lost_write: 2" in page and "50.0" in page
     assert 'href="20261123-020000/summary.html"' in page
+
+
+def test_a_run_that_cannot_be_shrunk_says_why_and_keeps_its_verdict(tmp_path: Path) -> None:
+    """The shrinker refuses a run without its scenario: the row says so, nothing else moves."""
+    r = row(1, exit_code=1)
+    write_run(tmp_path, r, verdict("invalid", {"aborted_read": 3}))
+    fill_from_run_dir(r, tmp_path)
+    assert wanted(r)
+    shrink_row(r, tmp_path, budget_s=60.0)
+    assert r.verdict == "invalid" and r.shrunk is None and r.shrink_reruns is None
+    assert r.shrink_note is not None and "no scenario.yaml" in r.shrink_note
+    assert r.shrink_log is not None and (tmp_path / r.shrink_log).is_file()
+    assert not wanted(row(2, verdict="invalid", expected="invalid"))
+    assert not wanted(row(3, verdict="valid"))
+
+
+def test_a_shrunk_run_links_its_minimal_scenario(tmp_path: Path) -> None:
+    shrunk = "runs/001/shrunk.yaml"
+    r = row(1, verdict="invalid", anomalies={"aborted_read": 3}, exit_code=1)
+    r.shrunk, r.shrink_reruns, r.shrink_note = shrunk, 4, "minimal scenario in 4 re-runs: ..."
+    write_junit([r], tmp_path / "junit.xml", 1.0)
+    failure = ET.parse(tmp_path / "junit.xml").getroot().find("testsuite/testcase/failure")
+    assert failure is not None
+    assert (failure.get("message") or "").endswith(f"; minimal scenario {shrunk} (4 re-runs)")
+    assert f"txnchaos run {shrunk}" in (failure.text or "")
+    write_summary_html(
+        {"night": "n", "started": "s", "wall_s": 1.0, "totals": {}}, [r], tmp_path / "s.html"
+    )
+    page = (tmp_path / "s.html").read_text()
+    assert f'<a href="{shrunk}">minimal scenario</a> (4 re-runs)' in page

@@ -4,7 +4,8 @@ clients, the real analysis), and each verdict is the predicted one — the bug d
 the predicted checkers, the defended cluster valid.
 
 Each entry costs two or three runs and their analyses (55-110 s), so the suite runs one
-(an isolation bug without faults). Every entry, on
+(an isolation bug without faults); the three late-request entries of seed 000 run together,
+failing and defended, in test_late_request_cases.py. Every entry, on
 several seeds, is `bench/detection.py` (its matrix is in the README); each switch on and
 off is also tests/integration/test_bug_switches.py and tests/unit/test_bug_switches.py."""
 

@@ -52,9 +52,21 @@ def make_inputs(tmp: Path) -> dict[str, str]:
         "late_fault": (MINIMAL + "duration: 12\n" + LATE_FAULT).encode(),
         "fault_in_time": (MINIMAL + "duration: 20\n" + LATE_FAULT).encode(),
         "not_yaml": b"name: [unclosed\n",
+        "shape_bad_stage": (
+            MINIMAL + "load_shape: {stages: [{kind: burst, duration: 5}]}\n"
+        ).encode(),
+        "shape_too_long": (
+            MINIMAL + "duration: 20\nload_shape: {stages: [{kind: ramp, duration: 30, to: 1}]}\n"
+        ).encode(),
         "list_state": b"[1, 2]\n",
         "no_data_dir": b'{"nodes": []}\n',
         "bad_nodes": json.dumps({"data_dir": str(tmp), "nodes": [{"id": "a"}]}).encode(),
+        "props_ssl": b"security.protocol=SSL\nssl.truststore.location=/x.jks\n",
+        "props_gssapi": b"security.protocol=SASL_PLAINTEXT\nsasl.mechanism=GSSAPI\n",
+        "props_two_logins": (
+            b"security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\nsasl.username=a\n"
+            b'sasl.jaas.config=x.PlainLoginModule required username="a" password="b";\n'
+        ),
     }
     for name, content in files.items():
         (tmp / name).write_bytes(content)
@@ -131,6 +143,8 @@ CASES: list[tuple[list[str], str]] = [
     # txnchaos run
     (["run", "{binary}"], "{binary}"),
     (["run", "{missing}"], "{missing}"),
+    (["run", SMOKE, "--engine", "jvm"], "--engine"),
+    (["run", SMOKE, "--master", "bogus"], "--master"),
     (["run", "{empty}"], "{empty}"),
     (["run", "{no_workload}"], "workload: Field required"),
     (["run", "{bad_field}"], "cluster.brokers"),
@@ -152,11 +166,36 @@ CASES: list[tuple[list[str], str]] = [
     (["run", SMOKE, "--web-port", "8089"], "--web-port need --web"),
     (["run", SMOKE, "--web", "--web-port", "70000"], "--web-port"),
     (["run", SMOKE, "--web", "--web-host", "no-such-host.invalid"], "no-such-host.invalid"),
+    (["run", SMOKE, "--workers", "-1"], "--workers"),
+    (["run", SMOKE, "--workers", "x"], "--workers"),
+    (["run", SMOKE, "--expect-workers", "-2"], "--expect-workers"),
+    (["run", SMOKE, "--master-port", "5557"], "need --workers or --expect-workers"),
+    (["run", SMOKE, "--master-bind", "0.0.0.0"], "need --workers or --expect-workers"),
+    (["run", SMOKE, "--workers", "2", "--master-port", "70000"], "--master-port"),
+    (["run", SMOKE, "--workers", "2", "--master-bind", "no-such-host.invalid"], "--master-bind"),
+    (["run", "{shape_bad_stage}"], "load_shape.stages.0"),
+    (["run", "{shape_too_long}"], "load_shape: its stages last 30s"),
+    # txnchaos worker
+    (["worker"], "SCENARIO"),
+    (["worker", SMOKE], "--master-host"),
+    (["worker", SMOKE, "--master-host", "h", "--out", "{empty}"], "--bootstrap"),
+    (["worker", SMOKE, "--master-host", "h", "--bootstrap", "h:1"], "--out"),
+    (["worker", "{missing}", "--master-host", "h", "--out", "{empty}"], "{missing}"),
+    (["worker", "{bad_field}", "--master-host", "h", "--out", "{empty}"], "cluster.brokers"),
+    (
+        ["worker", SMOKE, "--master-host", "h", "--master-port", "0", "--out", "{empty}"],
+        "--master-port",
+    ),
+    (["worker", SMOKE, "--master-host", "h", "--bootstrap", "nohostport"], "--bootstrap"),
+    (["worker", SMOKE, "--master-host", "h", "--bootstrap", "h:1", "--out", "{binary}"], "--out"),
     # txnchaos analyze (every one of these is refused before Spark starts)
     (["analyze", "{missing}"], "{missing}"),
     (["analyze", "{binary}"], "{binary}"),
     (["analyze", "{empty}"], "run.json"),
     (["analyze", "{empty}", "--master", "bogus"], "--master"),
+    (["analyze", "{empty}", "--engine", "jvm"], "--engine"),
+    (["analyze", "{empty}", "--input-uri", "runs/x"], "--input-uri"),
+    (["analyze", "{empty}", "--input-uri", "/x", "--engine", "reference"], "--input-uri"),
     (["analyze", "{run_binary_info}"], "run.json"),
     (["analyze", "{run_bad_info}"], "'transaction_timeout_ms' should be an integer"),
     (["analyze", "{run_garbage_line}"], "w0.jsonl:2: not JSON"),
@@ -171,6 +210,21 @@ CASES: list[tuple[list[str], str]] = [
     (["cluster", "up", "--data-dir", "{missing}", "--set", "bogus=1"], "'bogus'"),
     (["cluster", "up", "--data-dir", "{missing}", "--set", "noequals"], "'noequals'"),
     (["cluster", "up", "--data-dir", "{missing}", "--set", "num.partitions=x"], "num.partitions"),
+    (
+        ["cluster", "up", "--data-dir", "{missing}", "--set", "listener.security.protocol=SSL"],
+        "listener.security.protocol",
+    ),
+    (
+        [
+            "cluster",
+            "up",
+            "--data-dir",
+            "{missing}",
+            "--set",
+            "authorizer.class.name=AclAuthorizer",
+        ],
+        "SASL_PLAINTEXT",
+    ),
     (["cluster", "up", "--data-dir", "{missing}", "--brokers", "0"], "--brokers"),
     (["cluster", "up", "--data-dir", "{missing}", "--brokers", "x"], "--brokers"),
     (["cluster", "up", "--data-dir", "{missing}", "--coordinators", "-1"], "--coordinators"),
@@ -211,6 +265,9 @@ CASES: list[tuple[list[str], str]] = [
     (["nightly", SMOKE, "--runs", "2", "--budget", "1h"], "--runs N and --budget"),
     (["nightly", SMOKE, "--runs", "0"], "--runs"),
     (["nightly", SMOKE, "--budget", "soon"], "--budget"),
+    (["nightly", SMOKE, "--runs", "1", "--shrink-budget", "soon"], "--shrink-budget"),
+    (["nightly", SMOKE, "--runs", "1", "--shrink-budget", "0"], "--shrink-budget"),
+    (["nightly", SMOKE, "--runs", "1", "--no-shrink", "--shrink-budget", "5m"], "--no-shrink"),
     (["nightly", SMOKE, "--budget", "5s"], "shorter than one run"),
     (["nightly", "{missing}", "--runs", "1"], "{missing}"),
     (["nightly", "{binary}", "--runs", "1"], "{binary}"),
@@ -325,6 +382,36 @@ CASES: list[tuple[list[str], str]] = [
             "7",
         ],
         "go together",
+    ),
+    (["transactions", "force-terminate", "--bootstrap", "h:1"], "--transactional-id"),
+    (["transactions", "force-terminate", "--transactional-id", "x"], "--bootstrap HOST:PORT"),
+    (
+        ["transactions", "force-terminate", "--bootstrap", "h:1", "--transactional-id", ""],
+        "--transactional-id",
+    ),
+    (
+        [
+            *("transactions", "force-terminate", "--bootstrap", "127.0.0.1:1"),
+            *("--transactional-id", "x"),
+        ],
+        "cluster not reachable",
+    ),
+    (["transactions", "list", "--bootstrap", "h:1", "--command-config", "{missing}"], "{missing}"),
+    (["transactions", "list", "--bootstrap", "h:1", "--command-config", "{binary}"], "{binary}"),
+    (
+        ["transactions", "list", "--bootstrap", "h:1", "--command-config", "{props_ssl}"],
+        "unsupported key(s) ssl.truststore.location",
+    ),
+    (
+        [
+            *("transactions", "describe", "--bootstrap", "h:1", "--transactional-id", "x"),
+            *("--command-config", "{props_gssapi}"),
+        ],
+        "sasl.mechanism: 'GSSAPI' is not supported",
+    ),
+    (
+        ["transactions", "list", "--bootstrap", "h:1", "--command-config", "{props_two_logins}"],
+        "sasl.jaas.config or sasl.username",
     ),
     (["transactions", "explode"], "explode"),
     # the command itself

@@ -18,6 +18,7 @@ from txnchaos.analysis.engine.local_jvm import (
     local_cores,
     local_shuffle_partitions,
     off_heap_size,
+    shuffle_partitions,
 )
 from txnchaos.analysis.engine.session import COMMON_CONF, session_conf
 
@@ -151,3 +152,19 @@ def test_a_local_master_gets_the_local_jvm_tuning(monkeypatch: pytest.MonkeyPatc
     assert conf["spark.sql.shuffle.partitions"] == "2"
     assert conf["spark.memory.offHeap.size"] == DEFAULT_OFF_HEAP
     assert {k: conf[k] for k in COMMON_CONF} == COMMON_CONF
+
+
+def test_local_cluster_is_a_cluster() -> None:
+    """``local-cluster[...]`` starts executor JVMs of its own: no local tuning for it."""
+    assert session_conf("local-cluster[2,1,1024]", 1_000) == COMMON_CONF
+    assert session_conf("local", 1_000) != COMMON_CONF
+
+
+@pytest.mark.parametrize(
+    ("rows", "cores", "partitions"),
+    [(1_000, 16, 1), (1_490_713, 16, 16), (10**9, 16, 167)],
+)
+def test_cluster_shuffle_partitions_have_no_local_cap(
+    rows: int, cores: int, partitions: int
+) -> None:
+    assert shuffle_partitions(rows, cores) == partitions

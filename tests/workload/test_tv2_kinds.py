@@ -104,3 +104,28 @@ def test_a_misbehaving_producer_reaches_our_client(tmp_path: Path) -> None:
     users[0]["misbehavior"] = {"add_partitions": "sometimes"}
     with pytest.raises(WorkloadConfigError, match=r"misbehavior\.add_partitions"):
         load_workload({**WORKLOAD, "users": users})
+
+
+def test_late_requests_are_the_workers_not_the_clients(tmp_path: Path) -> None:
+    """``misbehavior.late_request`` picks the worker's late-request transaction pairs
+    (harness/workload/kinds/late_transactions.py); our client gets only its own fields; a late
+    EndTxn into the next transaction needs a second partition."""
+    from txnchaos.harness.workload.kinds.late_transactions import FLOWS
+
+    wrong = {"late_request": "end_txn_into_next", "late_every": 3, "skip_epoch_bump": True}
+    users = [{"kind": "tv2_producer", "topics": ["events"], "misbehavior": wrong}]
+    cfg = load_workload({**WORKLOAD, "users": users})
+    spec = cfg.users[0]
+    assert isinstance(spec, Tv2ProducerSpec)
+    assert (spec.misbehavior.late_request, spec.misbehavior.late_every) == ("end_txn_into_next", 3)
+    ctx = WorkerContext(config=cfg, run_dir=tmp_path, bootstrap="unused:1", seed=3)
+    worker = Tv2ProducerWorker(spec, ctx, "tv2-producer-0", 0)
+    assert our_producer_config(worker, "t-0").misbehavior == Misbehavior(skip_epoch_bump=True)
+    assert set(FLOWS) == {"produce_after_abort", "produce_into_next", "end_txn_into_next"}
+    one = {"topics": [{"name": "events", "partitions": 1}], "users": users}
+    with pytest.raises(WorkloadConfigError, match="end_txn_into_next needs 2 partitions"):
+        load_workload(one)
+    for bad in ({"late_request": "produce_someday"}, {"late_every": 0}):
+        users[0]["misbehavior"] = bad
+        with pytest.raises(WorkloadConfigError, match=r"misbehavior\.late_"):
+            load_workload({**WORKLOAD, "users": users})

@@ -29,6 +29,9 @@ class TxnConfig:
     setting): how long a request for a transaction whose markers are still in flight
     waits for them before getting CONCURRENT_TRANSACTIONS; 0 answers at once, as
     Kafka does.
+
+    ``two_phase_commit_enable`` (``transaction.two.phase.commit.enable``, KIP-939): off,
+    an InitProducerId asking for 2PC gets TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
     """
 
     num_partitions: int = 50
@@ -44,6 +47,7 @@ class TxnConfig:
     fsync: bool = False
     compact_min_bytes: int = 16 * 1024 * 1024
     concurrent_wait_ms: int = 100
+    two_phase_commit_enable: bool = False
     bugs: BugSwitches = NO_BUGS  # txnchaos.bug.* switches (cluster/bugs.py)
 
     @classmethod
@@ -70,6 +74,7 @@ class TxnConfig:
                 "transaction.remove.expired.transaction.cleanup.interval.ms", 3_600_000
             ),
             "concurrent_wait_ms": get("txnchaos.transaction.concurrent.wait.ms", 100),
+            "two_phase_commit_enable": get("transaction.two.phase.commit.enable", False),
             "bugs": BugSwitches(**{b.field: bool(get(b.setting, False)) for b in BUG_SWITCHES}),
         }
         values.update(overrides)

@@ -63,6 +63,7 @@ from .metadata import (
     MAX_EPOCH,
     NO_PRODUCER_EPOCH,
     NO_PRODUCER_ID,
+    TWO_PC_TIMEOUT_MS,
     EpochError,
     TopicPartition,
     TransactionMetadata,
@@ -90,9 +91,14 @@ def wall_clock_ms() -> int:
 
 @dataclass(frozen=True, slots=True)
 class InitResult:
+    """InitProducerId's answer; v6 (KIP-939) adds the transaction a keep-prepared init
+    kept open (OngoingTxnProducerId/Epoch, -1 if none)."""
+
     error: int
     producer_id: int = NO_PRODUCER_ID
     producer_epoch: int = NO_PRODUCER_EPOCH
+    ongoing_producer_id: int = NO_PRODUCER_ID
+    ongoing_producer_epoch: int = NO_PRODUCER_EPOCH
 
 
 @dataclass(frozen=True, slots=True)
@@ -432,10 +438,20 @@ class TransactionCoordinator:
         transactional_id: str | None,
         timeout_ms: int,
         expected: tuple[int, int] | None = None,
+        *,
+        enable_two_phase_commit: bool = False,
+        keep_prepared_txn: bool = False,
     ) -> InitResult:
         """InitProducerId. ``expected`` is the (producer id, epoch) the client knows
         (KIP-360, v3+); None for a new producer instance. Returns PRODUCER_FENCED for a
-        stale producer (the handler maps it to INVALID_PRODUCER_EPOCH below v4)."""
+        stale producer (the handler maps it to INVALID_PRODUCER_EPOCH below v4).
+
+        KIP-939 (v6): ``enable_two_phase_commit`` makes the id's transactions never time
+        out (the requested timeout is ignored); refused with
+        TRANSACTIONAL_ID_AUTHORIZATION_FAILED while ``transaction.two.phase.commit.enable``
+        is off. ``keep_prepared_txn`` keeps an open transaction instead of aborting it
+        (allowed without 2PC too, as the seed says) and answers with its producer id and
+        epoch besides the new instance's."""
         if transactional_id is None:
             try:
                 return InitResult(NONE, await self.producer_ids.next_id(), 0)
@@ -444,14 +460,28 @@ class TransactionCoordinator:
                 return InitResult(int(E.coordinator_load_in_progress))
         if not transactional_id:
             return InitResult(int(E.invalid_request))
-        if not self.validate_timeout(timeout_ms):
+        if enable_two_phase_commit and not self.config.two_phase_commit_enable:
+            return InitResult(int(E.transactional_id_authorization_failed))
+        if enable_two_phase_commit:
+            timeout_ms = TWO_PC_TIMEOUT_MS
+        elif not self.validate_timeout(timeout_ms):
             return InitResult(int(E.invalid_transaction_timeout))
         err = self.coordinator_error(transactional_id)
         if err:
             return InitResult(err)
         md = self._txns.get(transactional_id)
         fresh_pid: int | None = None
-        if md is None or (md.is_epoch_exhausted and not md.state.has_open_transaction):
+        keep_needs_pid = (
+            md is not None
+            and keep_prepared_txn
+            and md.state == S.ONGOING
+            and is_epoch_exhausted(md.client_ids[1])
+        )
+        if (
+            md is None
+            or (md.is_epoch_exhausted and not md.state.has_open_transaction)
+            or keep_needs_pid
+        ):
             try:
                 fresh_pid = await self.producer_ids.next_id()
             except Exception:
@@ -471,7 +501,9 @@ class TransactionCoordinator:
                 txn_last_update_ms=self.clock_ms(),
             )
             fresh_pid = None
-        return self._init(md, timeout_ms, expected, fresh_pid)
+        return self._init(
+            md, timeout_ms, expected, fresh_pid, enable_two_phase_commit, keep_prepared_txn
+        )
 
     def _init(
         self,
@@ -479,12 +511,16 @@ class TransactionCoordinator:
         timeout_ms: int,
         expected: tuple[int, int] | None,
         fresh_pid: int | None,
+        two_phase: bool = False,
+        keep_prepared: bool = False,
     ) -> InitResult:
         if expected is not None and not _is_valid_producer_id(md, expected):
             return InitResult(int(E.producer_fenced))
         if md.pending_transition_in_progress or md.state.is_prepare:
             return InitResult(int(E.concurrent_transactions))
         now = self.clock_ms()
+        if md.state == S.ONGOING and keep_prepared:
+            return self._keep_prepared(md, timeout_ms, fresh_pid, two_phase, now)
         if md.state == S.ONGOING:
             # Abort the open transaction with a bumped epoch (never returned: the client
             # retries after CONCURRENT_TRANSACTIONS and bumps again).
@@ -501,12 +537,16 @@ class TransactionCoordinator:
             if fresh_pid is None:
                 return InitResult(int(E.concurrent_transactions))
             transit = md.prepare_producer_id_rotation(
-                fresh_pid, timeout_ms, now, record_last_epoch=expected is not None
+                fresh_pid,
+                timeout_ms,
+                now,
+                record_last_epoch=expected is not None,
+                two_phase_commit=two_phase,
             )
         else:
             try:
                 transit = md.prepare_increment_epoch(
-                    timeout_ms, None if expected is None else expected[1], now
+                    timeout_ms, None if expected is None else expected[1], now, two_phase
                 )
             except EpochError as exc:
                 log.info("%s: InitProducerId fenced: %s", md.transactional_id, exc)
@@ -526,6 +566,33 @@ class TransactionCoordinator:
         )
         return InitResult(NONE, md.producer_id, md.producer_epoch)
 
+    def _keep_prepared(
+        self,
+        md: TransactionMetadata,
+        timeout_ms: int,
+        fresh_pid: int | None,
+        two_phase: bool,
+        now: int,
+    ) -> InitResult:
+        """KIP-939: keep the open transaction; the new instance gets the next epoch."""
+        if is_epoch_exhausted(md.client_ids[1]) and fresh_pid is None:
+            return InitResult(int(E.concurrent_transactions))  # the client retries
+        transit = md.prepare_keep_prepared(fresh_pid, timeout_ms, now, two_phase)
+        if not self._commit(md, transit):
+            return InitResult(int(E.coordinator_not_available))
+        self.counters.producers_fenced += 1
+        log.info(
+            "%s: kept the transaction of producer %d epoch %d open for producer %d epoch %d",
+            md.transactional_id,
+            md.producer_id,
+            md.producer_epoch,
+            md.next_producer_id,
+            md.next_producer_epoch,
+        )
+        return InitResult(
+            NONE, md.next_producer_id, md.next_producer_epoch, md.producer_id, md.producer_epoch
+        )
+
     # ------------------------------------------------------------------ AddPartitions
 
     def _check_producer(self, transactional_id: str, producer_id: int, epoch: int) -> int:
@@ -535,9 +602,12 @@ class TransactionCoordinator:
         if err:
             return err
         md = self._txns.get(transactional_id)
-        if md is None or md.producer_id != producer_id:
+        if md is None:
             return int(E.invalid_producer_id_mapping)
-        if md.producer_epoch != epoch or epoch >= MAX_EPOCH:
+        client_pid, client_epoch = md.client_ids
+        if client_pid != producer_id:
+            return int(E.invalid_producer_id_mapping)
+        if client_epoch != epoch or epoch >= MAX_EPOCH:
             # The coordinator never hands out MAX_EPOCH (only a fence reaches it).
             return int(E.producer_fenced)
         return NONE
@@ -679,6 +749,10 @@ class TransactionCoordinator:
         if md is None:
             return EndResult(int(E.invalid_producer_id_mapping))
         state = md.state
+        if md.keeps_prepared:
+            return self._end_kept_tv2(
+                md, producer_id, producer_epoch, commit, client_transaction_version, next_pid
+            )
         # Only an end written by a TV2 client (or a TV2 fence) bumped the epoch, so only
         # then can the stored epoch be the answer to a retried request.
         bumped = supports_epoch_bump(md.client_transaction_version)
@@ -695,13 +769,20 @@ class TransactionCoordinator:
             and md.producer_epoch == producer_epoch + 1
             and (md.producer_epoch < MAX_EPOCH or md.next_producer_id != NO_PRODUCER_ID)
         )
+        # A retry of a keep-prepared instance's end onto its own producer id (KIP-939).
+        retry_kept = (
+            state.is_prepare
+            and md.next_producer_id == producer_id != md.producer_id
+            and md.last_producer_id == producer_id
+            and md.last_producer_epoch == producer_epoch
+        )
         if state.is_prepare:
-            valid_epoch = retry_on_bump
+            valid_epoch = retry_on_bump or retry_kept
         elif state.is_complete:
             valid_epoch = retry_on_bump or retry_on_overflow or producer_epoch == md.producer_epoch
         else:  # Ongoing, Empty
             valid_epoch = producer_epoch == md.producer_epoch
-        if md.producer_id != producer_id and not retry_on_overflow:
+        if md.producer_id != producer_id and not (retry_on_overflow or retry_kept):
             return EndResult(int(E.invalid_producer_id_mapping))
         if md.pending_transition_in_progress and not state.is_prepare:
             # (PrepareX with markers in flight is Kafka's resting PrepareX: judged below.)
@@ -709,7 +790,7 @@ class TransactionCoordinator:
         if not valid_epoch or producer_epoch >= MAX_EPOCH:
             # The coordinator never hands out MAX_EPOCH (only a fence reaches it).
             return EndResult(int(E.producer_fenced))
-        is_retry = retry_on_bump or retry_on_overflow
+        is_retry = retry_on_bump or retry_on_overflow or retry_kept
         if state == S.ONGOING:
             return self._end_tv2(md, commit, client_transaction_version, next_pid)
         if state == S.PREPARE_COMMIT:
@@ -726,6 +807,26 @@ class TransactionCoordinator:
         # an abort with nothing added
         return self._end_tv2(md, commit, client_transaction_version, next_pid)
 
+    def _end_kept_tv2(
+        self,
+        md: TransactionMetadata,
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        client_transaction_version: int,
+        next_pid: int | None,
+    ) -> EndResult | _NeedsProducerId:
+        """EndTxn v5+ for a transaction kept open by a keep-prepared init: only the
+        instance holding the next producer id and epoch may end it."""
+        client_pid, client_epoch = md.client_ids
+        if producer_id != client_pid:
+            return EndResult(int(E.invalid_producer_id_mapping))
+        if producer_epoch != client_epoch:
+            return EndResult(int(E.producer_fenced))
+        if md.pending_transition_in_progress:
+            return EndResult(int(E.concurrent_transactions))
+        return self._end_tv2(md, commit, client_transaction_version, next_pid)
+
     def _end_tv2(
         self,
         md: TransactionMetadata,
@@ -735,15 +836,16 @@ class TransactionCoordinator:
     ) -> EndResult | _NeedsProducerId:
         """Write PrepareX with the bumped epoch (onto a next producer id at the last
         epoch) and answer with what the client uses next."""
-        if md.is_epoch_exhausted and next_pid is None:
+        exhausted = is_epoch_exhausted(md.client_ids[1])
+        if exhausted and next_pid is None:
             return _NEEDS_PRODUCER_ID
-        rotate_to = next_pid if md.is_epoch_exhausted and next_pid is not None else NO_PRODUCER_ID
+        rotate_to = next_pid if exhausted and next_pid is not None else NO_PRODUCER_ID
         transit = md.prepare_end(commit, self.clock_ms(), client_transaction_version, rotate_to)
         err = self._begin_completion(md, transit)
         if err:
             return EndResult(err)
         if transit.next_producer_id != NO_PRODUCER_ID:
-            return EndResult(NONE, transit.next_producer_id, 0)
+            return EndResult(NONE, transit.next_producer_id, max(transit.next_producer_epoch, 0))
         return EndResult(NONE, transit.producer_id, transit.producer_epoch)
 
     # ------------------------------------------------------------------ completion
@@ -883,12 +985,16 @@ class TransactionCoordinator:
         self.retry_unwritten_completions()
         now = self.clock_ms()
         aborted = []
+        two_pc_bug = self.config.bugs.two_phase_commit_timeout
         for txn_id, md in list(self._txns.items()):
+            timeout_ms = md.txn_timeout_ms
+            if md.is_two_phase and two_pc_bug:  # bounded as if it were not 2PC
+                timeout_ms = min(timeout_ms, self.config.max_timeout_ms)
             if (
                 md.state != S.ONGOING
                 or md.pending_transition_in_progress
-                or md.two_phase_commit
-                or md.txn_start_ms + md.txn_timeout_ms >= now
+                or (md.is_two_phase and not two_pc_bug)
+                or md.txn_start_ms + timeout_ms >= now
                 or self.config.bugs.transaction_timeout_never_fires
             ):
                 continue
@@ -996,6 +1102,17 @@ class TransactionCoordinator:
                 continue  # (Kafka would list ids that never started a transaction)
             out.append(ListedTransaction(txn_id, md.producer_id, md.state.value))
         return ListResult(NONE, tuple(out), unknown)
+
+    def active_transaction_open_time_max_ms(self) -> int:
+        """How long the oldest open transaction (Ongoing, PrepareCommit, PrepareAbort) has
+        been open, in ms (0 if none): KIP-939's active-transaction-open-time-max."""
+        now = self.clock_ms()
+        started = [
+            md.txn_start_ms
+            for md in self._txns.values()
+            if md.state.has_open_transaction and md.txn_start_ms >= 0
+        ]
+        return max(0, now - min(started)) if started else 0
 
     def persisted_state(self, partition: int) -> dict[str, TxnTransit]:
         """What replaying the partition's log yields now (tests compare it to memory)."""

@@ -14,9 +14,13 @@ at epoch 0. ``last_producer_id`` (Kafka's PreviousProducerId) and
 ``last_producer_epoch`` say what the client used, so a retried EndTxn whose response
 was lost gets the same answer.
 
-Reserved for KIP-939 (2PC), stored and replayed, not acted on yet:
-``two_phase_commit`` (no timeout for such transactions) and ``next_producer_epoch``
-(with ``next_producer_id``: the keep-prepared identity).
+KIP-939 (2PC): ``two_phase_commit`` marks an id whose producer takes part in an external
+two-phase commit (its transactions never time out; the timeout is stored as Kafka's
+Int.MaxValue). A keep-prepared InitProducerId leaves the open transaction's producer id and
+epoch as they are (the markers and the application's PreparedTxnState name them) and gives
+the new producer instance ``next_producer_id`` / ``next_producer_epoch`` (Kafka's
+NextProducerId / NextProducerEpoch): that instance may only end the transaction, and each
+further keep-prepared init bumps that epoch again (onto a new producer id when exhausted).
 """
 
 from __future__ import annotations
@@ -34,6 +38,8 @@ TopicPartition = tuple[str, int]
 NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1
 MAX_EPOCH = 32767  # Short.MaxValue
+TWO_PC_TIMEOUT_MS = 2_147_483_647
+"""The timeout stored for a 2PC producer (Kafka's Int.MaxValue: never times out)."""
 
 
 TV2 = 2
@@ -174,6 +180,24 @@ class TransactionMetadata:
     def is_epoch_exhausted(self) -> bool:
         return is_epoch_exhausted(self.producer_epoch)
 
+    @property
+    def keeps_prepared(self) -> bool:
+        """An open transaction kept by a keep-prepared InitProducerId (KIP-939): its
+        client now uses ``next_producer_id`` / ``next_producer_epoch``."""
+        return self.state == S.ONGOING and self.next_producer_epoch != NO_PRODUCER_EPOCH
+
+    @property
+    def client_ids(self) -> tuple[int, int]:
+        """The producer id and epoch the current client instance uses."""
+        if self.keeps_prepared:
+            return self.next_producer_id, self.next_producer_epoch
+        return self.producer_id, self.producer_epoch
+
+    @property
+    def is_two_phase(self) -> bool:
+        """A KIP-939 participant: its transactions are never timed out."""
+        return self.two_phase_commit or self.txn_timeout_ms == TWO_PC_TIMEOUT_MS
+
     def snapshot(self) -> TxnTransit:
         """The current persisted-equivalent state (what replaying the log yields)."""
         return TxnTransit(
@@ -251,7 +275,11 @@ class TransactionMetadata:
         return transit
 
     def prepare_increment_epoch(
-        self, new_timeout_ms: int, expected_epoch: int | None, now_ms: int
+        self,
+        new_timeout_ms: int,
+        expected_epoch: int | None,
+        now_ms: int,
+        two_phase_commit: bool = False,
     ) -> TxnTransit:
         """InitProducerId without rotation (KIP-360 rules for ``expected_epoch``).
 
@@ -285,10 +313,17 @@ class TransactionMetadata:
             partitions=frozenset(),
             txn_start_ms=-1,
             txn_last_update_ms=now_ms,
+            next_producer_epoch=NO_PRODUCER_EPOCH,
+            two_phase_commit=two_phase_commit,
         )
 
     def prepare_producer_id_rotation(
-        self, new_producer_id: int, new_timeout_ms: int, now_ms: int, record_last_epoch: bool
+        self,
+        new_producer_id: int,
+        new_timeout_ms: int,
+        now_ms: int,
+        record_last_epoch: bool,
+        two_phase_commit: bool = False,
     ) -> TxnTransit:
         """InitProducerId when the epoch is exhausted: a fresh producer id at epoch 0."""
         if self.state.has_open_transaction:
@@ -303,6 +338,37 @@ class TransactionMetadata:
             partitions=frozenset(),
             txn_start_ms=-1,
             txn_last_update_ms=now_ms,
+            next_producer_epoch=NO_PRODUCER_EPOCH,
+            two_phase_commit=two_phase_commit,
+        )
+
+    def prepare_keep_prepared(
+        self,
+        new_producer_id: int | None,
+        new_timeout_ms: int,
+        now_ms: int,
+        two_phase_commit: bool,
+    ) -> TxnTransit:
+        """A keep-prepared InitProducerId on an open transaction (KIP-939): the
+        transaction stays Ongoing with its producer id and epoch; the new instance gets
+        the epoch after the last one handed out (a new producer id at epoch 0 once that
+        is exhausted: ``new_producer_id``), so every earlier instance is fenced."""
+        if self.state != S.ONGOING:
+            raise RuntimeError(f"no open transaction to keep in state {self.state.value}")
+        base_pid, base_epoch = self.client_ids
+        if is_epoch_exhausted(base_epoch):
+            if new_producer_id is None:
+                raise RuntimeError(f"producer id {base_pid} needs a next producer id")
+            next_pid, next_epoch = new_producer_id, 0
+        else:
+            next_pid, next_epoch = base_pid, base_epoch + 1
+        return self._transit(
+            S.ONGOING,
+            txn_timeout_ms=new_timeout_ms,
+            txn_last_update_ms=now_ms,
+            next_producer_id=next_pid,
+            next_producer_epoch=next_epoch,
+            two_phase_commit=two_phase_commit,
         )
 
     def prepare_add_partitions(
@@ -339,6 +405,10 @@ class TransactionMetadata:
         also start from Empty/Complete* (nothing was added): its start time is now.
         """
         target = S.PREPARE_COMMIT if commit else S.PREPARE_ABORT
+        if self.keeps_prepared:
+            return self._prepare_end_kept(
+                target, now_ms, client_transaction_version, next_producer_id
+            )
         if not supports_epoch_bump(client_transaction_version):
             return self._transit(
                 target,
@@ -364,6 +434,57 @@ class TransactionMetadata:
             next_producer_id=next_producer_id,
         )
 
+    def _prepare_end_kept(
+        self, target: TxnState, now_ms: int, tv: int, rotate_to: int
+    ) -> TxnTransit:
+        """EndTxn from the instance that kept the transaction open (KIP-939).
+
+        The markers carry the open transaction's producer id; their epoch fences every
+        earlier instance. On the same producer id the end is the ordinary one from the
+        client's epoch. On another producer id (a keep-prepared init exhausted the
+        epochs) the markers carry the transaction's epoch + 1 and CompleteX moves onto the
+        client's producer id (at its epoch + 1 under TV2, or ``rotate_to`` at 0)."""
+        client_pid, client_epoch = self.client_ids
+        bump = supports_epoch_bump(tv)
+        if bump and is_epoch_exhausted(client_epoch) and rotate_to == NO_PRODUCER_ID:
+            raise RuntimeError(f"producer id {client_pid} needs a next producer id")
+        if client_pid == self.producer_id:
+            if not bump:
+                return self._transit(
+                    target,
+                    producer_epoch=client_epoch,
+                    txn_last_update_ms=now_ms,
+                    client_transaction_version=tv,
+                    next_producer_id=NO_PRODUCER_ID,
+                    next_producer_epoch=NO_PRODUCER_EPOCH,
+                )
+            return self._transit(
+                target,
+                last_producer_id=self.producer_id,
+                producer_epoch=client_epoch + 1,
+                last_producer_epoch=client_epoch,
+                txn_last_update_ms=now_ms,
+                client_transaction_version=tv,
+                next_producer_id=rotate_to,
+                next_producer_epoch=NO_PRODUCER_EPOCH,
+            )
+        if not bump:
+            after_pid, after_epoch = client_pid, client_epoch
+        elif rotate_to != NO_PRODUCER_ID:
+            after_pid, after_epoch = rotate_to, 0
+        else:
+            after_pid, after_epoch = client_pid, client_epoch + 1
+        return self._transit(
+            target,
+            last_producer_id=client_pid,
+            producer_epoch=self.producer_epoch + 1 if bump else self.producer_epoch,
+            last_producer_epoch=client_epoch,
+            txn_last_update_ms=now_ms,
+            client_transaction_version=tv,
+            next_producer_id=after_pid,
+            next_producer_epoch=after_epoch,
+        )
+
     def prepare_fence_and_abort(self, now_ms: int, transaction_version: int = 0) -> TxnTransit:
         """Abort the open transaction with a bumped epoch, fencing its producer.
 
@@ -378,7 +499,11 @@ class TransactionMetadata:
         check_transition(S.PREPARE_EPOCH_FENCE, S.PREPARE_ABORT, self.transactional_id)
         if self.producer_epoch >= MAX_EPOCH:
             raise RuntimeError(f"cannot fence producer id {self.producer_id} at epoch MAX")
-        fenced = self.producer_epoch + 1
+        base = self.producer_epoch
+        client_pid, client_epoch = self.client_ids
+        if client_pid == self.producer_id:
+            base = max(base, client_epoch)  # fence a keep-prepared instance as well
+        fenced = min(base + 1, MAX_EPOCH)
         if not supports_epoch_bump(transaction_version):
             return self.snapshot()._replace(
                 state=S.PREPARE_ABORT,
@@ -386,6 +511,8 @@ class TransactionMetadata:
                 last_producer_epoch=NO_PRODUCER_EPOCH,
                 txn_last_update_ms=now_ms,
                 client_transaction_version=transaction_version,
+                next_producer_id=NO_PRODUCER_ID,
+                next_producer_epoch=NO_PRODUCER_EPOCH,
             )
         return self.snapshot()._replace(
             state=S.PREPARE_ABORT,
@@ -395,6 +522,7 @@ class TransactionMetadata:
             txn_last_update_ms=now_ms,
             client_transaction_version=transaction_version,
             next_producer_id=NO_PRODUCER_ID,
+            next_producer_epoch=NO_PRODUCER_EPOCH,
         )
 
     def prepare_complete(self, now_ms: int) -> TxnTransit:
@@ -409,18 +537,19 @@ class TransactionMetadata:
             target = S.COMPLETE_ABORT
         else:
             raise RuntimeError(f"cannot complete a transaction in state {self.state.value}")
-        if not supports_epoch_bump(self.client_transaction_version):
-            return self._transit(target, partitions=frozenset(), txn_last_update_ms=now_ms)
         if self.next_producer_id != NO_PRODUCER_ID:
             return self._transit(
                 target,
                 producer_id=self.next_producer_id,
                 last_producer_id=self.producer_id,
-                producer_epoch=0,
+                producer_epoch=max(self.next_producer_epoch, 0),
                 partitions=frozenset(),
                 txn_last_update_ms=now_ms,
                 next_producer_id=NO_PRODUCER_ID,
+                next_producer_epoch=NO_PRODUCER_EPOCH,
             )
+        if not supports_epoch_bump(self.client_transaction_version):
+            return self._transit(target, partitions=frozenset(), txn_last_update_ms=now_ms)
         return self._transit(
             target,
             last_producer_id=self.producer_id,
@@ -437,6 +566,7 @@ __all__ = [
     "NO_PRODUCER_EPOCH",
     "NO_PRODUCER_ID",
     "TV2",
+    "TWO_PC_TIMEOUT_MS",
     "VALUE_VERSION",
     "VALUE_VERSIONS",
     "EpochError",

@@ -12,6 +12,9 @@ from .base import Family, Fault, FaultContext, ScheduleError
 from .blackhole import BlackholeFault
 from .crash_consumer import CrashConsumerFault
 from .crash_producer import CrashProducerFault
+from .crash_writer_after_db_commit import CrashWriterAfterDbCommitFault
+from .crash_writer_after_prepare import CrashWriterAfterPrepareFault
+from .crash_writer_in_recovery import CrashWriterInRecoveryFault
 from .delay import DelayFault
 from .drop_request import DropRequestFault
 from .drop_response import DropResponseFault
@@ -40,6 +43,9 @@ _KINDS: tuple[Fault, ...] = (
     # clients
     CrashProducerFault(),
     CrashConsumerFault(),
+    CrashWriterAfterPrepareFault(),
+    CrashWriterAfterDbCommitFault(),
+    CrashWriterInRecoveryFault(),
 )
 
 FAULTS: dict[str, Fault] = {f.name: f for f in _KINDS}

@@ -12,6 +12,7 @@ from typing import Annotated, Any, Union
 from pydantic import Field
 
 from . import (
+    dual_writer,
     eos_copier,
     idempotent_producer,
     read_committed_consumer,
@@ -28,6 +29,7 @@ KINDS: tuple[UserKind, ...] = (
     eos_copier.KIND,
     tv2_producer.KIND,
     tv2_copier.KIND,
+    dual_writer.KIND,
 )
 
 BY_NAME: dict[str, UserKind] = {k.name: k for k in KINDS}

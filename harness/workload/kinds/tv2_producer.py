@@ -3,18 +3,24 @@ speaks KIP-890's new protocol (TV2) where the cluster offers it."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field
 
+from ...history.schema import Outcome
 from ..recording import RecordingProducer
 from ..spec import SpecModel, TransactionVersion
-from ..workers import Worker
+from ..workers import Worker, WorkerContext
 from .kind import UserKind
 from .transactional_producer import TransactionalProducerSpec, TransactionalProducerWorker
 
 if TYPE_CHECKING:
     from ...clients.config import ProducerConfig
+    from ..config import WorkloadConfig
+    from ..ours import OurProducerClient
+
+
+LateRequest = Literal["none", "produce_after_abort", "produce_into_next", "end_txn_into_next"]
 
 
 class MisbehaviorSpec(SpecModel):
@@ -30,17 +36,36 @@ class MisbehaviorSpec(SpecModel):
     skip_epoch_bump: bool = Field(
         default=False, description="no KIP-360 epoch bump after an abortable error"
     )
+    late_request: LateRequest = Field(
+        default="none",
+        description="seed 000's late requests (harness/workload/late_requests.py): "
+        "produce_after_abort, produce_into_next or end_txn_into_next; none: correct",
+    )
+    late_every: Annotated[int, Field(ge=1)] = Field(
+        default=2, description="every n-th transaction pair is a late-request one"
+    )
+
+    def client_misbehavior(self) -> dict[str, object]:
+        """The fields the client itself takes (``Misbehavior``); late requests are the
+        worker's."""
+        return self.model_dump(include={"add_partitions", "skip_epoch_bump"})
 
 
 class Tv2ProducerSpec(TransactionalProducerSpec):
     """A transactional producer on our own client (``harness/clients``), which speaks
-    KIP-890's new protocol (TV2). Same parameters as ``transactional_producer`` (``client_config``
-    is not used: it holds librdkafka properties), plus ``transaction_version`` and
-    ``misbehavior``."""
+    KIP-890's new protocol (TV2). Same parameters as ``transactional_producer`` (of
+    ``client_config``'s librdkafka properties it takes ``client.id``, ``linger.ms`` and the
+    SASL keys), plus ``transaction_version`` and ``misbehavior``."""
 
     kind: Literal["tv2_producer"] = "tv2_producer"  # type: ignore[assignment]
     transaction_version: TransactionVersion = None
     misbehavior: MisbehaviorSpec = Field(default_factory=MisbehaviorSpec)
+
+    def problem_in(self, config: WorkloadConfig) -> str | None:
+        total = sum(config.partitions(t) for t in self.topics)
+        if self.misbehavior.late_request == "end_txn_into_next" and total < 2:
+            return f"late_request end_txn_into_next needs 2 partitions; {self.topics} have {total}"
+        return super().problem_in(config)
 
 
 def our_producer_config(worker: Worker, transactional_id: str) -> ProducerConfig:
@@ -50,17 +75,22 @@ def our_producer_config(worker: Worker, transactional_id: str) -> ProducerConfig
     from ..ours import our_config
 
     wrong = getattr(worker.spec, "misbehavior", None)
-    extra = {"misbehavior": Misbehavior(**wrong.model_dump())} if wrong is not None else {}
+    extra = {"misbehavior": Misbehavior(**wrong.client_misbehavior())} if wrong else {}
     conf = worker.producer_conf(transactional_id)
     return our_config(conf, worker.spec.transaction_version, **extra)
 
 
-def our_producer(worker: Worker, transactional_id: str, group_id: str | None) -> RecordingProducer:
-    """An :class:`~..ours.OurProducerClient` with the worker's settings (imported here: only
-    the workers on our client need it)."""
+def our_producer(
+    worker: Worker,
+    transactional_id: str,
+    group_id: str | None,
+    client_class: type[OurProducerClient] | None = None,
+) -> RecordingProducer:
+    """An :class:`~..ours.OurProducerClient` (or ``client_class``) with the worker's settings
+    (imported here: only the workers on our client need it)."""
     from ..ours import OurProducerClient
 
-    return OurProducerClient(
+    return (client_class or OurProducerClient)(
         our_producer_config(worker, transactional_id),
         worker.writer,
         reporter=worker.ctx.reporter,
@@ -74,9 +104,28 @@ class Tv2ProducerWorker(TransactionalProducerWorker):
     """``transactional_producer`` on our own client: TV2 where the cluster offers it."""
 
     request_type = "tv2"
+    spec: Tv2ProducerSpec
+
+    def __init__(self, spec: Any, ctx: WorkerContext, process: str, index: int) -> None:
+        super().__init__(spec, ctx, process, index)
+        self.steps = 0
 
     def open_clients(self) -> None:
-        self.client = our_producer(self, self.transactional_id, None)
+        from ..late_requests import LateRequestProducer
+
+        late = self.spec.misbehavior.late_request != "none"
+        client_class = LateRequestProducer if late else None
+        self.client = our_producer(self, self.transactional_id, None, client_class)
+
+    def transaction(self) -> Outcome:
+        """Every ``late_every``-th one a late-request transaction pair, if asked for."""
+        from .late_transactions import FLOWS
+
+        wrong = self.spec.misbehavior
+        self.steps += 1
+        if wrong.late_request == "none" or self.steps % wrong.late_every:
+            return super().transaction()
+        return FLOWS[wrong.late_request](self)
 
 
 KIND = UserKind(

@@ -1,0 +1,90 @@
+"""The reference engine judges a run as the Spark pipeline does: the same verdict.json (checker
+verdicts, counts, examples, stats, notes) and the same series in the report, apart from which
+engine judged and the timings; ``auto`` picks it for small histories; its path never imports
+pyspark."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from pyspark.sql import SparkSession
+
+from txnchaos.analysis import analyze as engines
+from txnchaos.analysis.load import prepare_run
+from txnchaos.analysis.pipeline import CHECKERS
+from txnchaos.analysis.pipeline import analyze as spark_analyze
+from txnchaos.analysis.reference import judge
+from txnchaos_testing.synthetic import Synth, SynthConfig
+
+from .engine_support import EXAMPLES, assert_same_verdict
+from .test_reference_agrees import INJECTIONS
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _both(spark: SparkSession, run_dir: Path) -> None:
+    want = spark_analyze(run_dir, spark=spark, examples=EXAMPLES)
+    have = engines.analyze(run_dir, engine="reference", examples=EXAMPLES)
+    assert_same_verdict(want, have)
+
+
+def test_every_injected_anomaly_same_verdict(spark: SparkSession, tmp_path: Path) -> None:
+    synth = Synth(SynthConfig()).build()
+    for inject in INJECTIONS:
+        inject(synth)
+    _both(spark, synth.write(tmp_path))
+    verdict = json.loads((tmp_path / "verdict.json").read_text())
+    assert verdict["engine"] == "reference" and verdict["status"] == "invalid"
+    assert "judged by reference" in (tmp_path / "report.html").read_text(encoding="utf-8")
+
+
+def test_a_run_without_metrics_or_final_read_same_verdict(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    synth = Synth(SynthConfig(seed=3, metrics=False, final_read=False, copiers=False)).build()
+    _both(spark, synth.write(tmp_path))
+
+
+def test_the_reference_covers_every_checker_in_order(tmp_path: Path) -> None:
+    """A checker without a reference rule would be missing from the reference's verdicts."""
+    judged = judge(Synth(SynthConfig(txns_per_writer=2)).build().write(tmp_path))
+    assert list(judged) == [c.NAME for c in CHECKERS]
+    assert all(j.kinds == c.KINDS for j, c in zip(judged.values(), CHECKERS, strict=True))
+
+
+def test_auto_is_the_reference_for_small_histories_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run = prepare_run(Synth(SynthConfig(txns_per_writer=2)).build().write(tmp_path))
+    assert engines.choose_engine(run) == "reference"
+    assert engines.choose_engine(run, master="local[2]") == "spark"
+    assert engines.choose_engine(run, "spark") == "spark"
+    monkeypatch.setattr(engines, "REFERENCE_MAX_ROWS", engines.history_rows(run) - 1)
+    assert engines.choose_engine(run) == "spark"
+    assert engines.choose_engine(run, "reference") == "reference"
+
+
+def test_the_reference_path_imports_no_pyspark(tmp_path: Path) -> None:
+    """``txnchaos analyze`` of a small run: judged, written, and pyspark never imported."""
+    synth = Synth(SynthConfig(txns_per_writer=3))
+    synth.build().inject_lost_write()
+    synth.write(tmp_path)
+    code = (
+        "import sys\n"
+        "from txnchaos.harness.cli import main\n"
+        "try:\n"
+        f"    main(['analyze', {str(tmp_path)!r}])\n"
+        "except SystemExit as e:\n"
+        "    print('exit', e.code)\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'pyspark', 'py4j'}))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
+    )
+    assert out.stdout.splitlines()[-2:] == ["exit 1", "[]"], out.stdout + out.stderr
+    assert "judged by reference" in out.stdout
+    assert json.loads((tmp_path / "verdict.json").read_text())["engine"] == "reference"
