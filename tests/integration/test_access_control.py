@@ -29,6 +29,7 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
+from tests.harness.workload.conftest import run_workload
 from txnchaos.cluster.net.client import PeerUnavailable
 from txnchaos.cluster.protocol.build import make
 from txnchaos.cluster.protocol.codec import decode_response, encode_request, request_class
@@ -43,7 +44,6 @@ from txnchaos.harness.launch.local import LocalCluster
 from txnchaos.harness.workload.final_read import final_read
 
 from ..conftest import start_cluster
-from ..workload.conftest import run_workload
 from .raw_client import AS_NODE, RawClient
 
 pytestmark = pytest.mark.integration

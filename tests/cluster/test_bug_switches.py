@@ -1,0 +1,67 @@
+"""The bug switches' catalogue (cluster/bugs.py) and the switches whose effect a unit
+test shows; the others are shown on real nodes in
+tests/integration/test_bug_switches.py."""
+
+from __future__ import annotations
+
+from dataclasses import fields
+from pathlib import Path
+
+from tests.cluster.coordinator.transactions.txn_support import NONE, Harness, async_test
+from txnchaos.cluster.bugs import BUG_SWITCHES, BugSwitches
+from txnchaos.cluster.coordinator.transactions import TxnState
+from txnchaos.cluster.coordinator.transactions.config import TxnConfig
+from txnchaos.cluster.settings import SPECS, NodeSettings
+
+
+def test_every_switch_is_a_documented_setting_off_by_default() -> None:
+    assert {f.name for f in fields(BugSwitches)} == {b.field for b in BUG_SWITCHES}
+    for b in BUG_SWITCHES:
+        assert b.setting.startswith("txnchaos.bug.")
+        assert SPECS[b.setting].default is False
+        assert b.report and b.seed and b.symptom and b.site
+    assert BugSwitches.from_settings(NodeSettings()).enabled() == []
+
+
+def test_a_switch_set_on_a_node_reaches_the_coordinator_config() -> None:
+    setting = "txnchaos.bug.transaction.timeout.never.fires"
+    settings = NodeSettings.from_pairs([f"{setting}=true"])
+    assert [b.setting for b in BugSwitches.from_settings(settings).enabled()] == [setting]
+    assert TxnConfig.from_settings(settings).bugs.transaction_timeout_never_fires
+
+
+@async_test
+async def test_timeout_bug_leaves_the_transaction_open(tmp_path: Path) -> None:
+    for bug, expected in ((False, ["tx"]), (True, [])):
+        h = Harness(tmp_path / str(bug), bugs=BugSwitches(transaction_timeout_never_fires=bug))
+        h.start()
+        _, pid, epoch = await h.init(timeout_ms=1_000)
+        assert set((await h.add(pid, epoch, {"t1": [0]})).values()) == {NONE}
+        h.clock.advance(60_000)
+        assert h.coordinator.abort_timed_out_transactions() == expected
+        md = h.coordinator.metadata("tx")
+        assert md is not None
+        assert (md.state == TxnState.ONGOING) == bug
+        h.crash()
+
+
+@async_test
+async def test_a_restarted_coordinator_with_the_bug_leaves_prepared_transactions_stuck(
+    tmp_path: Path,
+) -> None:
+    """``txnchaos.bug.coordinator.load.skips.pending.markers`` (KAFKA-16352): the
+    markers of a transaction loaded in PrepareCommit are never sent again."""
+    for bug, expected in ((False, TxnState.COMPLETE_COMMIT), (True, TxnState.PREPARE_COMMIT)):
+        h = Harness(
+            tmp_path / str(bug), bugs=BugSwitches(coordinator_load_skips_pending_markers=bug)
+        ).start()
+        _, pid, epoch = await h.init()
+        assert set((await h.add(pid, epoch, {"t1": [0]})).values()) == {NONE}
+        h.transport.down = {1}  # the leader is unreachable: the markers stay pending
+        assert await h.end(pid, epoch, True) == NONE
+        h.transport.down = set()
+        h = h.restart()  # a new incarnation loads the transaction in PrepareCommit
+        await h.flush()
+        md = h.coordinator.metadata("tx")
+        assert md is not None and md.state == expected
+        h.crash()
