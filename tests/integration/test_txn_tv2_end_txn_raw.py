@@ -167,7 +167,7 @@ def test_end_txn_v5_bumps_the_epoch_and_a_retry_survives_a_crash(cluster: LocalC
             18, 3, client_software_name="txnchaos-test", client_software_version="1"
         )
         ranges = {k.api_key: (k.min_version, k.max_version) for k in versions.api_keys}
-        assert ranges[26] == (0, 5) and ranges[22] == (0, 5)  # EndTxn, InitProducerId
+        assert ranges[26] == (0, 5) and ranges[22] == (0, 6)  # EndTxn, InitProducerId (v6: KIP-939)
         err, pid, e0 = txn.init()
         assert err == NONE
         assert txn.transaction(pid, e0, [b"c1", b"c2"], True) == (NONE, pid, e0 + 1)
