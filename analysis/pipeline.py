@@ -47,6 +47,7 @@ from .engine import (
 from .fault_actions import read_schedule
 from .load import load_run, prepare_run, unreadable_file
 from .load_stats import load_stats
+from .nemesis_outcome import read_nemesis_section
 from .projections import Projections
 from .report_series import MAX_PLOT_PARTITIONS, MAX_PLOT_POINTS
 from .report_series_spark import report_series
@@ -318,6 +319,7 @@ def analyze(
     counts, ex, anomaly_tl = merge([(counts, ex, anomaly_tl), direct], examples)
     checkers = checker_verdicts(outputs, counts, ex)
     schedule, schedule_note = read_schedule(run_dir)
+    nemesis, nemesis_note = read_nemesis_section(run_dir, schedule)
     verdict = Verdict(
         run_dir=str(run_dir),
         status=overall_status(checkers),
@@ -339,7 +341,8 @@ def analyze(
         },
         faults=data.faults,
         run=data.run.info,
-        notes=list(run.notes) + ([schedule_note] if schedule_note else []),
+        notes=list(run.notes) + [n for n in (schedule_note, nemesis_note) if n],
+        nemesis=nemesis,
         engine=SPARK,
     )
     timings["total_s"] = time.perf_counter() - t0

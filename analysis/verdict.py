@@ -43,6 +43,8 @@ class Verdict:
     notes: list[str] = field(default_factory=list)
     #: which engine judged: Spark, or the plain-Python reference checkers (small histories)
     engine: str | None = None
+    #: how the nemesis carried out its schedule (nemesis_outcome.py); None: no nemesis log
+    nemesis: dict[str, Any] | None = None
 
     @property
     def valid(self) -> bool:
@@ -80,6 +82,11 @@ class Verdict:
                 f"transactions={s.get('transactions', {})}"
             )
         lines += [f"  note: {n}" for n in self.notes]
+        if self.nemesis is not None:
+            from .nemesis_outcome import describe, error_text
+
+            lines.append(f"  nemesis: {describe(self.nemesis)}")
+            lines += [f"  nemesis error: {error_text(e)}" for e in self.nemesis["errors"]]
         return "\n".join(lines)
 
 

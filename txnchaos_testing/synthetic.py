@@ -42,6 +42,7 @@ from txnchaos.harness.history.schema import (
     MetricName,
     encode_value,
 )
+from txnchaos.harness.nemesis.outcome_log import NEMESIS_LOG
 
 SEC = 1_000_000_000
 MS = 1_000_000
@@ -96,6 +97,7 @@ class Synth:
         self.metric_rows: list[dict[str, Any]] = []
         self.faults: list[dict[str, Any]] = []
         self.schedule: list[dict[str, Any]] = []
+        self.nemesis_log: list[dict[str, Any]] = []
         self.extra_metrics: list[dict[str, Any]] = []
         self.first_pending: dict[tuple[str, int], int] = {}
         self._built = False
@@ -418,6 +420,20 @@ class Synth:
                 "params": {"rule": "action-3", "probability": 0.5},
             })  # fmt: skip
         self.faults = faults
+        # the nemesis log: every action applied; the kill's heal (a restart) failed once and
+        # the final heal's retry healed it
+        steps: list[tuple[int, str, str | None]] = [(0, "apply", None), (0, "heal", None)]
+        steps += [(1, "apply", None)]
+        steps += [(1, "heal", "restart of node 2 timed out after 90 s"), (2, "apply", None)]
+        steps += [(3, "apply", None), (3, "heal", None), (1, "heal_retry", None)]
+        self.nemesis_log = []
+        for action, step, error in steps:
+            a = self.schedule[action]
+            due = a["at"] + (0 if step == "apply" else a["duration"])
+            self.nemesis_log.append({
+                "action": action, "kind": a["kind"], "step": step, "at": round(due, 3),
+                "start": t0 + due, "end": t0 + due + 0.01, "error": error,
+            })  # fmt: skip
 
     def final_read(self) -> None:
         proc = "final-reader"
@@ -896,6 +912,64 @@ class Synth:
         self.op(writer, EventType.ABORT, **common)
         return f"{writer}/0"
 
+    def kill_counting_node(self, missed_after_restart: bool = False) -> str:
+        """Not an anomaly: the counting node (n0) killed just before a scrape and restarted
+        1.5 s later.  The commits and aborts it completed since its last scrape are lost with
+        its process; the new process counts from zero what completes after the kill.
+        ``missed_after_restart``: an anomaly, the new process counts one commit less than
+        were invoked after its restart (a real under-count).  Returns the kill's time."""
+        ends = sorted(
+            (o["complete_ns"], o["type"], o["invoke_ns"])
+            for o in self.ops
+            if o["type"] in ("commit", "abort") and o["outcome"] == "ok"
+        )
+        names = {MetricName.TXNS_COMMITTED.value: "commit", MetricName.TXNS_ABORTED.value: "abort"}
+
+        def counter(r: dict[str, Any]) -> bool:
+            return r["node"] == "n0" and r["name"] in names
+
+        ticks = sorted({r["time_ns"] for r in self.metric_rows if counter(r)})
+        q = len(ticks) // 4
+        kill = next(
+            b - MS
+            for a, b in zip(ticks[q:], ticks[q + 1 :], strict=False)
+            if any(a < t <= b - 2 * MS and k == "commit" for t, k, _ in ends)
+        )
+        back = kill + 3 * SEC // 2
+        kept = [r for r in self.metric_rows if not counter(r) or r["time_ns"] < kill]
+        since = back if missed_after_restart else kill
+        for t in (t for t in ticks if t > back):
+            for name, kind in names.items():
+                n = sum(1 for c, k, i in ends if k == kind and kill < c <= t and i > since)
+                if missed_after_restart and kind == "commit":
+                    n = max(0, n - 1)
+                kept.append({"time_ns": t, "node": "n0", "name": name, "value": float(n)})
+        self.metric_rows = kept
+        target = {"node": 0, "role": "coordinator"}
+        self.faults.append({
+            "kind": "kill", "start": kill / SEC, "end": kill / SEC + 0.05, "link": None,
+            "target": target, "params": {"launcher": "local"},
+        })  # fmt: skip
+        self.faults.append({
+            "kind": "restart", "start": back / SEC - 0.5, "end": back / SEC, "link": None,
+            "target": target, "params": {"launcher": "local"},
+        })  # fmt: skip
+        return f"n0 killed at {kill}"
+
+    def inject_counter_undercount(self) -> str:
+        """A coordinator that misses a commit, with no restart: TransactionsCommitted one short
+        from the middle of the run on."""
+        rows = [
+            r
+            for r in self.metric_rows
+            if r["node"] == "n0" and r["name"] == MetricName.TXNS_COMMITTED.value
+        ]
+        mid = sorted(r["time_ns"] for r in rows)[len(rows) // 2]
+        for r in rows:
+            if r["time_ns"] >= mid and r["value"] > 0:
+                r["value"] -= 1
+        return f"n0 counts one commit less from {mid}"
+
     def inject_hanging_at_end(self) -> str:
         """A partition left with LSO < high watermark by an open transaction."""
         p = self.final_state["partitions"][0]
@@ -1074,6 +1148,8 @@ class Synth:
             for f in self.faults:
                 fh.write(json.dumps(f) + "\n")
         write_json(root / SCHEDULE_JSON, self.schedule)
+        with (root / NEMESIS_LOG).open("w") as fh:
+            fh.writelines(json.dumps(line) + "\n" for line in self.nemesis_log)
         if self.cfg.metrics:
             pq.write_table(self.metrics_table(), root / METRICS_PARQUET)
         return root

@@ -16,6 +16,7 @@ from ...harness.history.run_dir import RunDir, RunDirError
 from ..assemble import SEC, anomaly_results, checker_verdicts, write_verdict
 from ..fault_actions import read_schedule
 from ..load_stats import load_stats
+from ..nemesis_outcome import read_nemesis_section
 from ..verdict import REFERENCE, Verdict, overall_status
 from .hanging import RunFacts
 from .history import ops_from_rows
@@ -62,6 +63,7 @@ def reference_verdict(
         span = (min(secs) * SEC, (max(secs) + 1) * SEC)
         plots = report_series(rows, ix.txns.values(), *span)
     schedule, schedule_note = read_schedule(run.path)
+    nemesis, nemesis_note = read_nemesis_section(run.path, schedule)
     txn_status = Counter(t.status for t in ix.txns.values())
     verdict = Verdict(
         run_dir=str(run_dir),
@@ -84,7 +86,8 @@ def reference_verdict(
         },
         faults=facts.faults,
         run=run.info,
-        notes=list(run.notes) + ([schedule_note] if schedule_note else []),
+        notes=list(run.notes) + [n for n in (schedule_note, nemesis_note) if n],
+        nemesis=nemesis,
         engine=REFERENCE,
     )
     timings["total_s"] = timings.get("validate_s", 0.0) + time.perf_counter() - t0

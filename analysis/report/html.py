@@ -11,6 +11,7 @@ import jinja2
 
 from ..fault_actions import group_faults
 from ..load_stats import load_stats
+from ..nemesis_outcome import describe, error_text
 from ..report_series import bucket_seconds
 from ..verdict import Verdict
 from . import charts, page
@@ -92,4 +93,6 @@ def render_report(v: Verdict) -> str:
         run_rows=page.key_values(v.run),
         stat_rows=page.key_values(stats),
         load=load,
+        nemesis_line=describe(v.nemesis) if v.nemesis else "",
+        nemesis_errors=[error_text(e) for e in (v.nemesis or {}).get("errors") or []],
     )

@@ -116,6 +116,12 @@ def summary_paragraph(v: Verdict, actions: list[FaultAction], t0: int) -> str:
         text += f" under {len(actions)} fault action{'s' if len(actions) != 1 else ''}."
         if unknown:
             text += f" Not checked (unknown): {', '.join(unknown)}."
+        errors = len((v.nemesis or {}).get("errors") or [])
+        if errors:
+            text += (
+                f" But the nemesis reported {errors} error{'s' if errors != 1 else ''}: the "
+                "faults were not all carried out as scheduled (see Nemesis below)."
+            )
         return text
     total = sum(c.anomaly_count for c in bad)
     what = "; ".join(

@@ -22,6 +22,8 @@ it say ``unknown`` when it is absent)::
                             {"kind", "start", "end" (float s), "link", "target": {..},
                              "params": {..}}; read as rows {start_ns, end_ns, target, kind,
                              detail} (compact.read_faults)
+      nemesis.jsonl         one line per step of a scheduled action (apply, heal, heal_retry): when
+                            it was due and ran, and its error (harness/nemesis/outcome_log.py)
       metrics/<node>.jsonl  scraped samples, one line each:
                             {"time_ns", "node", "name", "labels": {str: str}, "value": float}
       metrics.parquet       compacted metrics (flat: topic and partition lifted from labels)

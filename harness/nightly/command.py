@@ -191,13 +191,15 @@ class Night:
     def describe(row: RunRow) -> str:
         style = "green" if row.passed else "yellow" if row.verdict == HARNESS_FAILED else "red"
         detail = ", ".join(f"{k} {v}" for k, v in sorted(row.anomalies.items()))
+        if row.nemesis_errors:
+            detail = ", ".join(filter(None, (detail, row.nemesis)))
         if row.verdict == HARNESS_FAILED:
             last = (row.failure or "").strip().splitlines()
             detail = last[-1] if last else f"exit code {row.exit_code}"
         rate = f", {row.throughput:g} txn/s" if row.throughput is not None else ""
-        expect = "" if row.passed else f" (expected {row.expected})"
+        expect = "" if row.verdict == row.expected else f" (expected {row.expected})"
         return (
-            f"[{style}]{row.verdict}[/]{expect}{': ' + detail if detail else ''}"
+            f"[{style}]{row.outcome}[/]{expect}{': ' + detail if detail else ''}"
             f"{rate}, {row.wall_s:.0f}s"
         )
 
@@ -218,6 +220,7 @@ class Night:
                 "passed": sum(1 for r in rows if r.passed),
                 "invalid": sum(1 for r in rows if r.verdict == INVALID),
                 "harness_failed": sum(1 for r in rows if r.verdict == HARNESS_FAILED),
+                "nemesis_failed": sum(1 for r in rows if r.nemesis_errors),
             },
             "runs": [r.to_json() for r in rows],
         }

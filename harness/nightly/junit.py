@@ -1,6 +1,8 @@
 """junit.xml: one test case per run, so CI systems list and count the night's runs.
 An unexpected verdict is a failure carrying the anomalies; a harness failure is an
-error carrying its reason (or the log's last lines)."""
+error carrying its reason (or the log's last lines).  A run whose nemesis failed is a
+failure too (type ``nemesis``), even with the expected verdict: a valid verdict under chaos
+that did not happen is no evidence, and a CI user only reads what is not green."""
 
 from __future__ import annotations
 
@@ -21,6 +23,9 @@ def failure_text(row: RunRow) -> str:
         lines.append(f"minimal scenario: {row.shrunk} (txnchaos run {row.shrunk})")
     if row.shrink_note:
         lines.append(f"shrink: {row.shrink_note}")
+    if row.nemesis_errors:
+        lines.append(f"nemesis: {row.nemesis}")
+        lines += [f"nemesis error: {e}" for e in row.nemesis_errors]
     return "\n".join(lines)
 
 
@@ -59,11 +64,13 @@ def write_junit(rows: list[RunRow], path: Path, wall_s: float) -> None:
             error.text = f"{r.failure or ''}\nrepeat: {r.command}\nlog: {r.log}"
         elif not r.passed:
             anomalies = ", ".join(f"{k}={v}" for k, v in sorted(r.anomalies.items()))
-            message = f"{r.verdict} (expected {r.expected})"
+            kind = r.verdict
+            message = f"{r.outcome} (expected {r.expected})"
+            if r.verdict == r.expected:  # only the nemesis failed
+                kind = "nemesis"
+                message = f"{r.outcome}: the faults were not all carried out as scheduled"
             message = f"{message}: {anomalies}" if anomalies else message
-            failure = ET.SubElement(
-                case, "failure", message=message + shrink_message(r), type=r.verdict
-            )
+            failure = ET.SubElement(case, "failure", message=message + shrink_message(r), type=kind)
             failure.text = failure_text(r)
         out = ET.SubElement(case, "system-out")
         out.text = f"run directory: {r.run_dir}\nlog: {r.log}"

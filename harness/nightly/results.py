@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ...analysis.nemesis_outcome import describe, error_text
 from ...analysis.verdict import anomalies_by_checker
 
 VALID = "valid"
@@ -42,10 +43,21 @@ class RunRow:
     shrink_reruns: int | None = None
     shrink_note: str | None = None
     shrink_log: str | None = None
+    #: how the nemesis carried out the schedule (the verdict's ``nemesis`` section in a line)
+    #: and its errors: a run whose faults were not all carried out did not test what its
+    #: scenario asks, so it does not pass, whatever its verdict
+    nemesis: str | None = None
+    nemesis_errors: list[str] = field(default_factory=list)
 
     @property
     def passed(self) -> bool:
-        return self.verdict == self.expected
+        return self.verdict == self.expected and not self.nemesis_errors
+
+    @property
+    def outcome(self) -> str:
+        """The verdict as shown: ``valid, nemesis errors 2`` when the nemesis failed."""
+        n = len(self.nemesis_errors)
+        return f"{self.verdict}, nemesis errors {n}" if n else self.verdict
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -114,6 +126,10 @@ def fill_from_run_dir(row: RunRow, night_dir: Path) -> RunRow:
     if verdict is not None:
         row.anomalies = anomalies_by_checker(verdict)
         row.committed, row.throughput = throughput_of(verdict)
+        nemesis = verdict.get("nemesis")
+        if isinstance(nemesis, dict):
+            row.nemesis = describe(nemesis)
+            row.nemesis_errors = [error_text(e) for e in nemesis.get("errors") or []]
     if (run_dir / "report.html").is_file():
         row.report = f"{row.run_dir}/report.html"
     if row.verdict == HARNESS_FAILED:

@@ -234,6 +234,7 @@ class Orchestrator:
                 workload=scenario.workload,
                 run_dir=self.run_dir,
                 seed=self.seed,
+                window_end=self.duration,
             ).start(origin)
             st.sampler.start()
         self._follow_workload(origin)

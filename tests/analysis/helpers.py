@@ -20,5 +20,14 @@ def judge(spark: SparkSession, synth: Synth, tmp: Path, write: bool = False) -> 
     return analyze(tmp, spark=spark, write=write)
 
 
+def judge_by_reference(synth: Synth, tmp: Path) -> Verdict:
+    """The verdict of the plain-Python reference engine (no JVM), as ``txnchaos analyze
+    --engine reference`` gives it."""
+    from txnchaos.analysis.analyze import analyze as analyze_with
+
+    synth.write(tmp)
+    return analyze_with(tmp, engine="reference", write=False)
+
+
 def counts(v: Verdict) -> dict[str, dict[str, int]]:
     return {name: {k: n for k, n in c.counts.items() if n} for name, c in v.checkers.items()}

@@ -1,7 +1,10 @@
 """Every checker: clean histories pass; each injected anomaly is caught with the right count.
 
-All tests share one SparkSession (conftest.py). Histories are small so each analysis is a
-handful of short Spark jobs.
+The clean histories are judged by Spark (one shared SparkSession, conftest.py). The one-rule
+cases are judged by the plain-Python reference engine, which is the checkers' specification:
+Spark is held to the same verdict on every injection by test_engines_agree.py and on
+generated histories by test_reference_agrees.py, so running each case through Spark again
+would add minutes and no coverage.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from pyspark.sql import SparkSession
 
 from txnchaos_testing.synthetic import Synth
 
-from .helpers import build, counts, judge
+from .helpers import build, counts, judge, judge_by_reference
 
 ALL_CHECKERS = {
     "aborted_read",
@@ -94,7 +97,6 @@ CASES: list[tuple[Callable[[Synth], str], str, dict[str, int]]] = [
     ids=[c[0].__name__.removeprefix("inject_") for c in CASES],
 )
 def test_injected_anomaly_is_caught(
-    spark: SparkSession,
     tmp_path: Path,
     inject: Callable[[Synth], str],
     checker: str,
@@ -102,7 +104,7 @@ def test_injected_anomaly_is_caught(
 ) -> None:
     synth = build()
     inject(synth)
-    v = judge(spark, synth, tmp_path)
+    v = judge_by_reference(synth, tmp_path)
     assert counts(v)[checker] == expected
     c = v.checkers[checker]
     assert c.status == "invalid" and v.exit_code == 1
@@ -110,67 +112,63 @@ def test_injected_anomaly_is_caught(
     assert {e["kind"] for e in c.examples} == set(expected)
 
 
-def test_an_idle_partition_is_not_a_stalled_lso(spark: SparkSession, tmp_path: Path) -> None:
+def test_an_idle_partition_is_not_a_stalled_lso(tmp_path: Path) -> None:
     """The LSO stands still while a partition is idle; only the time its high watermark is above
     the LSO counts towards a stall (a short transaction after a long idle spell is fine)."""
     synth = build()
     synth.add_idle_partition_then_short_lag()
-    v = judge(spark, synth, tmp_path)
+    v = judge_by_reference(synth, tmp_path)
     assert counts(v)["hanging_transactions"] == {}
 
 
-def test_an_output_of_another_group_is_not_a_duplicate(spark: SparkSession, tmp_path: Path) -> None:
+def test_an_output_of_another_group_is_not_a_duplicate(tmp_path: Path) -> None:
     """Outputs count per (group, source): a second group's copy of an input that the copier's
     group copied once leaves that group with one output (outputs are matched to inputs by a
     hash of both, projections.output_key)."""
     synth = build()
     synth.inject_ctp_duplicate_output(group="another-group")
-    v = judge(spark, synth, tmp_path)
+    v = judge_by_reference(synth, tmp_path)
     c = v.checkers["consume_transform_produce"]
     assert c.status == "valid", c.counts
     assert counts(v)["consume_transform_produce"] == {}
 
 
-def test_unknown_outcome_commits_wholly_visible_or_invisible_are_fine(
-    spark: SparkSession, tmp_path: Path
-) -> None:
+def test_unknown_outcome_commits_wholly_visible_or_invisible_are_fine(tmp_path: Path) -> None:
     synth = build()
     synth.make_indeterminate_whole(visible=True)
     synth.make_indeterminate_whole(visible=False)
-    v = judge(spark, synth, tmp_path)
+    v = judge_by_reference(synth, tmp_path)
     assert counts(v)["indeterminate_commit"] == {}
     assert counts(v)["aborted_read"] == {}
     assert v.stats["transactions"].get("indeterminate") == 2
 
 
 def test_an_abort_whose_records_were_purged_unsent_is_not_expected_in_the_counter(
-    spark: SparkSession, tmp_path: Path
+    tmp_path: Path,
 ) -> None:
     """The coordinator never hears of such an abort (no EndTxn is sent), so TransactionsAborted
     may be below the number of acknowledged aborts by exactly those transactions."""
     synth = build()
     synth.add_purged_abort()
-    v = judge(spark, synth, tmp_path)
+    v = judge_by_reference(synth, tmp_path)
     assert counts(v)["metrics"] == {}
     assert v.checkers["metrics"].checked.get("aborted_counter") == 1
     assert v.stats["transactions"]["aborted"] > 0
 
 
-def test_evidence_of_a_lost_write_names_the_record(spark: SparkSession, tmp_path: Path) -> None:
+def test_evidence_of_a_lost_write_names_the_record(tmp_path: Path) -> None:
     synth = build()
     value = synth.inject_lost_write()
-    v = judge(spark, synth, tmp_path)
+    v = judge_by_reference(synth, tmp_path)
     ev = v.checkers["lost_write"].examples[0]["evidence"]
     assert ev["value"] == value
     assert ev["write"]["offset"] is not None and ev["final_read_covered_partition"] is True
 
 
-def test_evidence_of_a_duplicate_output_names_the_input_and_both_outputs(
-    spark: SparkSession, tmp_path: Path
-) -> None:
+def test_evidence_of_a_duplicate_output_names_the_input_and_both_outputs(tmp_path: Path) -> None:
     synth = build()
     source = synth.inject_ctp_duplicate_output()
-    v = judge(spark, synth, tmp_path)
+    v = judge_by_reference(synth, tmp_path)
     (ex,) = v.checkers["consume_transform_produce"].examples
     ev = ex["evidence"]
     assert "_input" not in ev

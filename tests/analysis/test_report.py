@@ -308,3 +308,28 @@ def test_load_numbers_match_the_history(reports: dict[str, tuple[Synth, Verdict,
     row = f'<td>commit</td><td class="num">{latency["commit"]["n"]:,}</td>'
     assert table is not None and row in table.group(1)
     assert f'id="committed-txn-per-s">{verdict.stats["committed_txn_per_s"]:,.1f}' in html
+
+
+def test_nemesis_errors_are_in_the_verdict_and_the_report(
+    reports: dict[str, tuple[Synth, Verdict, str]],
+) -> None:
+    _, verdict, html = reports["valid"]
+    assert verdict.status == VALID and verdict.nemesis is not None
+    counts = {k: v for k, v in verdict.nemesis.items() if k != "errors"}
+    assert counts == {
+        "scheduled": 4,
+        "applied": 4,
+        "failed": 0,
+        "not_reached": 0,
+        "heals_retried": 1,
+        "unhealed": 0,
+    }
+    assert [(e["action"], e["kind"], e["step"]) for e in verdict.nemesis["errors"]] == [
+        (1, "kill", "heal")
+    ]
+    assert "nemesis: 4 fault(s) scheduled, 4 applied, 1 heal(s) retried, 1 error" in (
+        verdict.summary()
+    )
+    box = re.search(r'<div class="notes" id="nemesis">(.*?)</div>', html, re.S)
+    assert box is not None and "restart of node 2 timed out after 90 s" in box.group(1)
+    assert "But the nemesis reported 1 error" in html

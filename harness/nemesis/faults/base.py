@@ -44,7 +44,8 @@ class FaultContext(Protocol):
     def spawn(self, target: Callable[[], None], name: str) -> None:
         """Run ``target`` in a worker thread that healing waits for."""
 
-    def report_error(self, message: str) -> None: ...
+    def report_outcome(self, index: int, started: float, error: Exception | None) -> None:
+        """How an asynchronous fault's application ended (``started``: epoch seconds)."""
 
     def crash_target(self, fault: ScheduledFault) -> tuple[int, str]:
         """The workload user a client crash hits, and the point where it is killed."""
@@ -80,6 +81,11 @@ class Fault(Protocol):
     def instant(self) -> bool:
         """Random faults of this kind last 0 s."""
 
+    @property
+    def asynchronous(self) -> bool:
+        """``apply`` only starts it (in a worker, ``spawn``), which then reports how it
+        ended (``report_outcome``)."""
+
     def check_action(self, action: TimedAction) -> None:
         """Raise ValueError if the explicit action is not a valid one of this kind."""
 
@@ -109,6 +115,7 @@ class FaultBase:
     heals: bool = False
     needs_duration: bool = False
     instant: bool = False
+    asynchronous: bool = False
 
     def check_action(self, action: TimedAction) -> None:
         if action.rule:

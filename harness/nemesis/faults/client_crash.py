@@ -3,7 +3,6 @@ point (mid-transaction, or mid-poll) and SIGKILLed; the crash is logged here."""
 
 from __future__ import annotations
 
-import logging
 import random
 import time
 from typing import TYPE_CHECKING, Any
@@ -13,8 +12,6 @@ from .base import Family, FaultBase, FaultContext, TargetField
 if TYPE_CHECKING:
     from ..schedule import RandomNemesis, ScheduledFault, Targets
 
-log = logging.getLogger(__name__)
-
 
 class ClientCrashFault(FaultBase):
     """Which users a crash kind can hit, and where, is the user kinds' business
@@ -22,6 +19,7 @@ class ClientCrashFault(FaultBase):
 
     family: Family = "client"
     targets: TargetField = "clients"
+    asynchronous = True
 
     def random_target(
         self, rng: random.Random, gen: RandomNemesis, targets: Targets
@@ -29,12 +27,16 @@ class ClientCrashFault(FaultBase):
         return {"client": rng.choice(sorted(targets.clients))}
 
     def apply(self, context: FaultContext, index: int, fault: ScheduledFault) -> None:
-        context.spawn(lambda: self._crash(context, index, fault), f"nemesis-{self.name}")
+        user, hold = context.crash_target(fault)  # no user to crash: the apply fails now
+        context.spawn(
+            lambda: self._crash(context, index, fault, user, hold), f"nemesis-{self.name}"
+        )
 
-    def _crash(self, context: FaultContext, index: int, fault: ScheduledFault) -> None:
+    def _crash(
+        self, context: FaultContext, index: int, fault: ScheduledFault, user: int, hold: str
+    ) -> None:
         from ...workload.crash import CrashableClient
 
-        user, hold = context.crash_target(fault)
         started = time.time()
         run_dir = context.run_dir
         client = CrashableClient(
@@ -61,10 +63,9 @@ class ClientCrashFault(FaultBase):
                 target={"client": client.process},
                 params={"hold": hold, "at": detail, "action": index},
             )
+            context.report_outcome(index, started, None)
         except Exception as exc:
-            message = f"{self.name} ({client.process}): {exc}"
-            log.warning("nemesis: %s", message)
-            context.report_error(message)
+            context.report_outcome(index, started, RuntimeError(f"{client.process}: {exc}"))
             if client.alive:
                 client.kill()
         finally:

@@ -5,7 +5,6 @@ transaction never times out, so nothing else would."""
 
 from __future__ import annotations
 
-import logging
 import re
 import time
 from typing import TYPE_CHECKING, Any
@@ -16,8 +15,6 @@ from .client_crash import ClientCrashFault
 if TYPE_CHECKING:
     from ..schedule import ScheduledFault
 
-log = logging.getLogger(__name__)
-
 _HOLD = re.compile(r"HOLD txn=(\d+) transactional_id=(\S+) state=(\S*)")
 
 
@@ -25,11 +22,12 @@ class DualWriteCrashFault(ClientCrashFault):
     #: Kill the first recovery too, after its keep-prepared init.
     crash_recovery: bool = False
 
-    def _crash(self, context: FaultContext, index: int, fault: ScheduledFault) -> None:
+    def _crash(
+        self, context: FaultContext, index: int, fault: ScheduledFault, user: int, hold: str
+    ) -> None:
         from ...workload.crash import CrashableClient
         from ...workload.dual_write.recovery_client import RecoveryClient
 
-        user, hold = context.crash_target(fault)
         started = time.time()
         run_dir = context.run_dir
         logs = run_dir / "logs"
@@ -83,10 +81,9 @@ class DualWriteCrashFault(ClientCrashFault):
                 target={"client": client.process},
                 params=params,
             )
+            context.report_outcome(index, started, None)
         except Exception as exc:
-            message = f"{self.name} ({client.process}): {exc}"
-            log.warning("nemesis: %s", message)
-            context.report_error(message)
+            context.report_outcome(index, started, RuntimeError(f"{client.process}: {exc}"))
             if client.alive:
                 client.kill()
         finally:

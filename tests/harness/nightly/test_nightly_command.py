@@ -63,7 +63,8 @@ def test_a_night_with_a_valid_and_an_invalid_run(tmp_path: Path) -> None:
         assert (night / r["run_dir"] / "verdict.json").is_file()
         assert (night / r["report"]).is_file()
         assert f"--seed {r['seed']}" in r["command"]
-    assert summary["totals"] == {"runs": 2, "passed": 1, "invalid": 1, "harness_failed": 0}
+    totals = {"runs": 2, "passed": 1, "invalid": 1, "harness_failed": 0, "nemesis_failed": 0}
+    assert summary["totals"] == totals
     assert "--seed-base 40" in summary["repeat"]
 
     suite = ET.parse(night / "junit.xml").getroot().find("testsuite")

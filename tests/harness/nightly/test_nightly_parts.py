@@ -244,3 +244,33 @@ def test_a_shrunk_run_links_its_minimal_scenario(tmp_path: Path) -> None:
     )
     page = (tmp_path / "s.html").read_text()
     assert f'<a href="{shrunk}">minimal scenario</a> (4 re-runs)' in page
+
+
+def test_a_valid_run_whose_nemesis_failed_is_marked_and_fails_in_junit(tmp_path: Path) -> None:
+    r = row(1, exit_code=0)
+    errors = [
+        {"action": 1, "kind": "restart", "step": "apply", "at": 4.0, "error": "timed out"},
+        {"action": 2, "kind": "pause", "step": "apply", "at": 9.5, "error": "node 2 is down"},
+    ]
+    nemesis = {"scheduled": 3, "applied": 1, "failed": 2, "not_reached": 0, "errors": errors}
+    write_run(tmp_path, r, {**verdict("valid", {}), "nemesis": nemesis})
+    fill_from_run_dir(r, tmp_path)
+    assert (r.verdict, r.outcome, r.passed) == ("valid", "valid, nemesis errors 2", False)
+    assert r.nemesis == "3 fault(s) scheduled, 1 applied, 2 failed, 2 errors"
+    assert RunRow.from_json(json.loads(json.dumps(r.to_json()))) == r
+
+    write_junit([r], tmp_path / "junit.xml", 1.0)
+    suite = ET.parse(tmp_path / "junit.xml").getroot().find("testsuite")
+    assert suite is not None and suite.get("failures") == "1"
+    failure = suite.find("testcase/failure")
+    assert failure is not None and failure.get("type") == "nemesis"
+    assert (failure.get("message") or "").startswith("valid, nemesis errors 2")
+    assert "action 2 pause: apply failed (due at 9.5 s): node 2 is down" in (failure.text or "")
+    write_summary_html(
+        {"night": "n", "started": "s", "wall_s": 1.0, "totals": {"nemesis_failed": 1}},
+        [r],
+        tmp_path / "s.html",
+    )
+    page = (tmp_path / "s.html").read_text()
+    assert "valid, nemesis errors 2" in page and "1 with nemesis errors" in page
+    assert "node 2 is down" in page

@@ -70,6 +70,11 @@ def test_smoke_run_records_everything(tmp_path: Path) -> None:
         assert f["end"] >= f["start"]
     schedule = json.loads((out / "schedule.json").read_text())
     assert [s["kind"] for s in schedule][:2] == ["delay", "drop_request"]
+    # the nemesis log: one apply step per scheduled action, and none of them failed
+    steps = [json.loads(line) for line in (out / "nemesis.jsonl").read_text().splitlines()]
+    applied = sorted(x["action"] for x in steps if x["step"] == "apply")
+    assert applied == list(range(len(schedule))), steps
+    assert [x for x in steps if x["error"]] == []
 
     final = json.loads((out / "final_state.json").read_text())
     assert {p["topic"] for p in final["partitions"]} == {"events", "copies"}

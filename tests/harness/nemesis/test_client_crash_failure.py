@@ -12,6 +12,7 @@ import pytest
 
 from tests.conftest import child_commands
 from txnchaos.harness.nemesis.executor import NemesisExecutor
+from txnchaos.harness.nemesis.outcome_log import read_outcomes
 from txnchaos.harness.nemesis.schedule import ScheduledFault
 from txnchaos.harness.workload.config import load_workload
 
@@ -43,6 +44,10 @@ def test_a_client_that_never_reaches_its_hold_point_is_killed_and_reported(
 
     assert len(executor.stats.errors) == 1, executor.stats.errors
     assert "no 'HOLD' within 3.0s" in executor.stats.errors[0]
+    lines, _ = read_outcomes(run_dir)
+    assert lines is not None
+    assert [(x["action"], x["step"]) for x in lines] == [(0, "apply")]
+    assert "no 'HOLD' within 3.0s" in lines[0]["error"]
     assert executor.active() == []
     clients = [c for c in child_commands(os.getpid()) if str(run_dir) in c]
     assert clients == [], "the client process was left running"
