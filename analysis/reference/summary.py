@@ -8,7 +8,7 @@ import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from ...harness.history.schema import EventType, MetricName
+from ...harness.history.schema import EventType, MetricName, Outcome
 from ..report_series import (
     MAX_PLOT_PARTITIONS,
     MAX_PLOT_POINTS,
@@ -61,7 +61,7 @@ def summarize(rows: Iterable[Row]) -> Summary:
         c["min_op"], c["max_op"] = min(c["min_op"], r["op_id"]), max(c["max_op"], r["op_id"])
         if r["offset"] is not None:
             c["offs"].append(r["offset"])
-        c["acked"] |= send and r["outcome"] == "ok"
+        c["acked"] |= send and r["outcome"] == Outcome.OK
     out: list[Row] = []
     for (sec, typ, outcome, process, op_id), t in timeline.items():
         out.append(
