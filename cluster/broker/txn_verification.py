@@ -8,7 +8,11 @@ and awaits the answer; its connection waits, every other connection and partitio
 goes on. Checks are grouped per coordinator node: while one AddPartitionsToTxn v5
 request is in flight to a node, the checks for that node (of any number of
 transactional ids, each verify-only or add) wait together and go out as the next
-request.
+request. So a lost response would hold every verification to that coordinator, and
+with them the Produce requests of every transactional producer writing to this broker,
+for the whole request timeout; the connection probes itself instead once its request
+has gone unanswered for ``STALL_PROBE_S`` (``net.client``), which fails a lost request
+as NETWORK_EXCEPTION soon after the network heals.
 
 A second check for a transactional id already waiting replaces the first: the
 older one is answered NETWORK_EXCEPTION (same epoch: a retry) or
@@ -46,6 +50,7 @@ Errors = dict[TopicPartition, int]
 
 REQUEST_VERSION = 5  # AddPartitionsToTxn v4+: batched, VerifyOnly; v5: TRANSACTION_ABORTABLE
 REQUEST_TIMEOUT_S = 30.0
+STALL_PROBE_S = 1.0
 
 NETWORK_EXCEPTION = int(E.network_exception)
 INVALID_TXN_STATE = int(E.invalid_txn_state)
@@ -98,11 +103,13 @@ class TxnVerifier:
         node_address: Callable[[int], tuple[str, int] | None],
         client_id: str,
         clock: Callable[[], float] = time.monotonic,
+        stall_probe_s: float = STALL_PROBE_S,
     ) -> None:
         self._placement = placement
         self._node_address = node_address
         self._client_id = client_id
         self._clock = clock
+        self._stall_probe_s = stall_probe_s
         self._queues: dict[int, _NodeQueue] = {}
         self._conns: dict[tuple[str, int], PeerConnection] = {}
         self.stats = VerificationStats()
@@ -193,7 +200,9 @@ class TxnVerifier:
             return None
         conn = self._conns.get(address)
         if conn is None:
-            conn = self._conns[address] = PeerConnection(*address, client_id=self._client_id)
+            conn = self._conns[address] = PeerConnection(
+                *address, client_id=self._client_id, stall_probe_s=self._stall_probe_s
+            )
         return conn
 
     async def _send(self, node: int, batch: dict[str, _Check]) -> None:

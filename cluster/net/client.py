@@ -5,6 +5,20 @@ Metadata, AllocateProducerIds, WriteTxnMarkers) over plain TCP, so the harness c
 put its fault proxy on every link. Requests are pipelined on one connection and
 matched to responses by correlation id.
 
+A peer answers a connection's requests in the order it received them (the Kafka
+protocol guarantees it), so a response that arrives while older requests are still
+pending proves those were lost on the way (a dropped request or response): they fail
+at once as :class:`PeerUnavailable`, as Kafka's NetworkClient fails a connection whose
+response does not correlate with its oldest request, instead of waiting out their
+timeout while the connection goes on serving later requests.
+
+A connection made with ``stall_probe_s`` also asks that question itself: while its
+oldest request stays unanswered that long, it sends an ApiVersions probe, whose answer
+(after any earlier ones, in order) fails whatever was lost, e.g. in a network fault that
+has healed. A lost response then holds its caller, and whatever waits behind it (the
+broker's verification queue, the coordinator's markers for a node), about that long
+instead of the whole request timeout.
+
 The connection is an :class:`asyncio.Protocol`: responses are cut out of the received
 bytes and handed to their waiters in the data callback itself (no reader task, no
 stream futures), which matters for the coordinator's WriteTxnMarkers round trips.
@@ -30,6 +44,9 @@ ResponseCallback = Callable[[Any, BaseException | None], None]
 """Called once with (response, None) or (None, error) by ``request_nowait``."""
 
 MAX_RESPONSE_BYTES = 2**31 - 1
+API_VERSIONS = 18
+MAX_PROBES = 64
+"""Probes in flight on one connection at most (each stall period sends one)."""
 _CORRELATION = struct.Struct(">i")
 
 
@@ -96,6 +113,7 @@ class PeerConnection:
         client_id: str,
         connect_timeout: float = 5.0,
         sasl: SaslCredentials | None = None,
+        stall_probe_s: float | None = None,
     ):
         self.host = host
         self.sasl = sasl if sasl is not None else _peer_sasl
@@ -108,6 +126,10 @@ class PeerConnection:
         self._timers: dict[int, asyncio.TimerHandle] = {}  # of ``request_nowait`` requests
         self._ids = itertools.count(1)
         self._lock = asyncio.Lock()
+        self.stall_probe_s = stall_probe_s
+        self._stall_timer: asyncio.TimerHandle | None = None
+        self._oldest_seen: int | None = None  # oldest pending request at the last check
+        self._probes: set[int] = set()  # correlation ids of probes in flight
 
     @property
     def connected(self) -> bool:
@@ -176,12 +198,17 @@ class PeerConnection:
         if len(frame) < 4:
             return
         (correlation_id,) = _CORRELATION.unpack_from(frame, 0)
-        entry = self._pending.pop(correlation_id, None)
+        pending = self._pending
+        entry = pending.get(correlation_id)
         if entry is None:
             return
+        skipped = [] if next(iter(pending)) == correlation_id else self._sent_before(correlation_id)
+        del pending[correlation_id]
         timer = self._timers.pop(correlation_id, None)
         if timer is not None:
             timer.cancel()
+        if skipped:
+            self._fail_skipped(skipped)
         api_key, api_version, sink = entry
         if isinstance(sink, asyncio.Future) and sink.done():
             return
@@ -192,12 +219,46 @@ class PeerConnection:
         else:
             _notify(sink, response, None)
 
+    def _sent_before(self, answered: int) -> list[int]:
+        """The pending requests sent before ``answered`` (``_pending`` is in send order)."""
+        before = []
+        for correlation_id in self._pending:
+            if correlation_id == answered:
+                break
+            before.append(correlation_id)
+        return before
+
+    def _fail_skipped(self, skipped: list[int]) -> None:
+        """Fail requests whose responses can no longer come (a later one arrived)."""
+        log.info(
+            "%d request(s) to %s:%d lost: a later response arrived first",
+            len(skipped),
+            self.host,
+            self.port,
+        )
+        for correlation_id in skipped:
+            entry = self._pending.pop(correlation_id, None)
+            timer = self._timers.pop(correlation_id, None)
+            if timer is not None:
+                timer.cancel()
+            if entry is not None:
+                error = PeerUnavailable(
+                    f"no response from {self.host}:{self.port} to request {correlation_id} "
+                    f"(api {entry[0]}): a later response arrived first"
+                )
+                _notify(entry[2], None, error)
+
     def _lost(self, protocol: _ResponseProtocol) -> None:
         if protocol is self._protocol:
             self._protocol = None
             self._fail_pending(PeerUnavailable(f"connection to {self.host}:{self.port} closed"))
 
     def _fail_pending(self, exc: Exception) -> None:
+        if self._stall_timer is not None:
+            self._stall_timer.cancel()
+            self._stall_timer = None
+        self._oldest_seen = None
+        self._probes.clear()
         pending, self._pending = self._pending, {}
         timers, self._timers = self._timers, {}
         for timer in timers.values():
@@ -229,6 +290,8 @@ class PeerConnection:
             timeout, self._expire_callback, correlation_id, cls.__name__, timeout
         )
         protocol.transport.write(data)
+        if self._stall_timer is None and self.stall_probe_s is not None:
+            self._watch_stalls()
         return True
 
     def _expire_callback(self, correlation_id: int, name: str, timeout: float) -> None:
@@ -255,6 +318,8 @@ class PeerConnection:
             cls = type(request)
             self._pending[correlation_id] = (cls.__api_key__, cls.__version__, fut)
             protocol.transport.write(encode_request(correlation_id, request, self.client_id))
+            if self._stall_timer is None and self.stall_probe_s is not None:
+                self._watch_stalls()
         # A timer instead of asyncio.wait_for, which costs a task per request.
         timer = asyncio.get_running_loop().call_later(timeout, _expire, fut)
         try:
@@ -270,6 +335,44 @@ class PeerConnection:
 
     async def close(self) -> None:
         self._close_now()
+
+    def _watch_stalls(self) -> None:
+        assert self.stall_probe_s is not None
+        self._stall_timer = asyncio.get_running_loop().call_later(
+            self.stall_probe_s, self._check_stall
+        )
+
+    def _check_stall(self) -> None:
+        """Every stall period while requests are pending: if the oldest one is the same
+        as at the previous check, probe the connection."""
+        self._stall_timer = None
+        oldest = next(iter(self._pending), None)
+        if oldest is None:
+            self._oldest_seen = None
+            return  # the next request starts watching again
+        if oldest == self._oldest_seen and len(self._probes) < MAX_PROBES:
+            self._send_probe()
+        self._oldest_seen = oldest
+        self._watch_stalls()
+
+    def _send_probe(self) -> None:
+        protocol = self._protocol
+        if (
+            protocol is None
+            or protocol.transport is None
+            or protocol.transport.is_closing()
+            or self._lock.locked()  # connecting: nothing may come between SASL steps
+        ):
+            return
+        correlation_id = next(self._ids) & 0x7FFFFFFF
+        probe = make(request_class(API_VERSIONS, 0))
+        self._probes.add(correlation_id)
+
+        def answered(response: Any, error: BaseException | None) -> None:
+            self._probes.discard(correlation_id)
+
+        self._pending[correlation_id] = (API_VERSIONS, 0, answered)
+        protocol.transport.write(encode_request(correlation_id, probe, self.client_id))
 
     def _close_now(self) -> None:
         protocol, self._protocol = self._protocol, None

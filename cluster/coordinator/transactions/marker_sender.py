@@ -28,7 +28,9 @@ The transport is a small protocol so unit tests inject a fake; the real one keep
 (which honours per-peer overrides, so the harness can proxy node-to-node links). Over
 an established connection it writes the request at once and is answered through a
 callback from the connection's data callback (``send_nowait``), with no task per
-request.
+request. Its connections probe themselves when a request goes unanswered for
+``stall_probe_s`` (``net.client``): a lost response then fails its request soon after
+the network heals, not after the request timeout, so the node's markers are retried.
 
 Dispatch is driven by :meth:`MarkerSender.dispatch_due` (a step function; tests call
 :meth:`flush` with a fake clock) or, after :meth:`start`, by event-loop callbacks: once
@@ -187,10 +189,12 @@ class PeerMarkerTransport:
         *,
         client_id: str = "txnchaos-txn-coordinator",
         request_timeout_s: float = 10.0,
+        stall_probe_s: float = 1.0,
     ) -> None:
         self.node_address = node_address
         self.client_id = client_id
         self.request_timeout_s = request_timeout_s
+        self.stall_probe_s = stall_probe_s
         self._conns: dict[int, PeerConnection] = {}
 
     async def send(self, node_id: int, request: Any) -> Any:
@@ -202,7 +206,9 @@ class PeerMarkerTransport:
             await conn.close()
             conn = None
         if conn is None:
-            conn = PeerConnection(address[0], address[1], client_id=self.client_id)
+            conn = PeerConnection(
+                address[0], address[1], client_id=self.client_id, stall_probe_s=self.stall_probe_s
+            )
             self._conns[node_id] = conn
         return await conn.request(request, timeout=self.request_timeout_s)
 
