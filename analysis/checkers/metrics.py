@@ -8,25 +8,38 @@ taken no earlier than 2 s before the final state was captured, equals high water
 the final state (exact). (c) ProducerIdCount — summed over nodes at the last scrape, at least
 the number of distinct producer ids with an acknowledged write and at most the sum over
 partitions of (distinct producer ids that attempted writes there x replicas). (d) transaction
-counters (TransactionsCommitted / TransactionsAborted, summed over nodes, restarts treated as
-resets) — committed lies between acknowledged commits and acknowledged + unknown-outcome commits;
-aborted is at least the acknowledged aborts of transactions that got a write acknowledged or sent
-offsets (timeouts may add more; an abort whose records were all purged unsent never reaches the
-coordinator, as librdkafka then sends no EndTxn). Only transactions that wrote something count.
-Rules whose metric is absent are listed as not checked; clusters that expose no metrics make the
-checker unknown. Count: violated rule instances."""
+counters (TransactionsCommitted / TransactionsAborted, per node in memory, counted when the
+coordinator writes CompleteCommit / CompleteAbort; only transactions that wrote something
+count). Upper bound: every increase seen, summed over nodes (a drop read as a restart from
+zero), is at most acknowledged + unknown-outcome commits — a restart cannot push it over, as a
+transaction is counted once: the count follows the persisted CompleteCommit, and a restarted
+coordinator resumes (and counts) only transactions it finds still in PrepareCommit. Lower
+bounds: the counters summed over nodes at their last scrapes are at least the acknowledged
+commits, and at least the acknowledged aborts of transactions that got a write acknowledged or
+sent offsets (timeouts may add more; an abort whose records were all purged unsent never
+reaches the coordinator, as librdkafka then sends no EndTxn). When a counting node restarted
+(a kill or restart of it in the fault log, or a sample below the one before), what it counted
+between its last scrape and the restart is lost with the process, so the lower bounds count
+only commits invoked, and aborts of transactions begun, after the last such restart over every
+counting node ended (the end of its fault; for a drop no such fault spans, the sample that
+dropped), against the counters' values at the nodes' last scrapes: the nodes' last processes
+count those in full; earlier ones are not checked (the notes say how many).
+A pause keeps the process and its counters, so it leaves the bounds whole. If a node's last
+process was never scraped, that counter's lower bound is not checked. Rules whose metric is
+absent are listed as not checked; clusters that expose no metrics make the checker unknown.
+Count: violated rule instances."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from pyspark.sql import Window
 from pyspark.sql import functions as F
 
 from ...harness.history.final_state import FinalState
 from ...harness.history.schema import MetricName as M
 from .base import CheckOutput, definition, row
 from .context import CheckContext
+from .metric_counters import COUNTERS, check_counters
 from .protocol import Reads
 
 NAME = "metrics"
@@ -36,10 +49,9 @@ KINDS: tuple[str, ...] = (
     "producer_id_count",
     "transaction_counters",
 )
-READS = frozenset({Reads.METRICS, Reads.FINAL_STATE, Reads.TRANSACTIONS})
+READS = frozenset({Reads.METRICS, Reads.FINAL_STATE, Reads.TRANSACTIONS, Reads.FAULTS})
 LATE_BUFFER_MS = 5 * 60 * 1000
 LAG_FRESHNESS_NS = 2_000_000_000
-COUNTERS = (M.TXNS_COMMITTED.value, M.TXNS_ABORTED.value)
 NODE_METRICS = (
     M.PARTITIONS_WITH_LATE_TXNS.value,
     M.LAST_STABLE_OFFSET_LAG.value,
@@ -64,19 +76,6 @@ def check(ctx: CheckContext) -> CheckOutput:
         .agg(F.max("time_ns").alias("t"), F.max_by("value", "time_ns").alias("value"))
         .collect()
     )
-    w = Window.partitionBy("node", "name").orderBy("time_ns")
-    prev = F.lag("value").over(w)
-    inc = F.when(prev.isNull() | (F.col("value") < prev), F.col("value")).otherwise(
-        F.col("value") - prev
-    )
-    counters = {
-        r["name"]: r["total"]
-        for r in m.filter(F.col("name").isin(*COUNTERS) & F.col("topic").isNull())
-        .withColumn("inc", inc)
-        .groupBy("name")
-        .agg(F.sum("inc").alias("total"))
-        .collect()
-    }
     names = {r["name"] for r in last}
     if not names:
         out.unknown = "no transaction metrics were scraped from the nodes (skipped)"
@@ -95,7 +94,7 @@ def check(ctx: CheckContext) -> CheckOutput:
     if M.PRODUCER_ID_COUNT.value in names:
         _pids(ctx, out, fs, [r for r in last if r["name"] == M.PRODUCER_ID_COUNT.value])
     if any(c in names for c in COUNTERS):
-        _counters(ctx, out, counters)
+        check_counters(ctx, out, m)
     return out
 
 
@@ -229,54 +228,3 @@ def _pids(ctx: CheckContext, out: CheckOutput, fs: FinalState | None, rows: list
                 },
             )
         )
-
-
-def _counters(ctx: CheckContext, out: CheckOutput, totals: dict[str, float]) -> None:
-    t = ctx.proj.txns.filter((F.col("n_sends") > 0) | F.col("has_offsets"))
-    agg = t.agg(
-        F.sum((F.col("commit_ok")).cast("int")).alias("commit_ok"),
-        F.sum((~F.col("commit_ok") & F.col("commit_info")).cast("int")).alias("commit_info"),
-        F.sum(
-            (
-                F.col("abort_ok")
-                & ~F.col("commit_ok")
-                & ((F.col("n_acked") > 0) | F.col("has_offsets"))
-            ).cast("int")
-        ).alias("abort_ok"),
-    ).collect()[0]
-    ok, info, aborted = (int(agg[k] or 0) for k in ("commit_ok", "commit_info", "abort_ok"))
-    end = ctx.data.run.info.get("ended_ns")
-    if M.TXNS_COMMITTED.value in totals:
-        out.checked["committed_counter"] = 1
-        got = totals[M.TXNS_COMMITTED.value]
-        if not ok <= got <= ok + info:
-            out.rows.append(
-                row(
-                    NAME,
-                    "transaction_counters",
-                    end,
-                    {
-                        "metric": M.TXNS_COMMITTED.value,
-                        "reported_total": got,
-                        "expected_range": [ok, ok + info],
-                        "acknowledged_commits": ok,
-                        "unknown_outcome_commits": info,
-                    },
-                )
-            )
-    if M.TXNS_ABORTED.value in totals:
-        out.checked["aborted_counter"] = 1
-        got = totals[M.TXNS_ABORTED.value]
-        if got < aborted:
-            out.rows.append(
-                row(
-                    NAME,
-                    "transaction_counters",
-                    end,
-                    {
-                        "metric": M.TXNS_ABORTED.value,
-                        "reported_total": got,
-                        "expected_at_least": aborted,
-                    },
-                )
-            )

@@ -12,13 +12,13 @@ from ...harness.history.schema import MetricName as M
 from .hanging import RunFacts
 from .history import Op
 from .indexes import Indexes
+from .metric_counters import COUNTERS, judge_counters
 from .rows import Judged, row
 
 NAME = "metrics"
 KINDS = ("late_transactions_count", "lso_lag", "producer_id_count", "transaction_counters")
 LATE_BUFFER_MS = 5 * 60 * 1000
 LAG_FRESHNESS_NS = 2_000_000_000
-COUNTERS = (M.TXNS_COMMITTED.value, M.TXNS_ABORTED.value)
 NODE_METRICS = (
     M.PARTITIONS_WITH_LATE_TXNS.value,
     M.LAST_STABLE_OFFSET_LAG.value,
@@ -52,22 +52,6 @@ def _latest(samples: list[Sample]) -> list[Sample]:
     return list(last.values())
 
 
-def _counter_totals(samples: list[Sample]) -> dict[str, float]:
-    """Per counter: its increases summed over nodes, a drop read as a restart (a reset)."""
-    series: dict[tuple[Any, str], list[Sample]] = {}
-    for m in samples:
-        if m["name"] in COUNTERS and m.get("topic") is None:
-            series.setdefault((m["node"], m["name"]), []).append(m)
-    totals: dict[str, float] = {}
-    for (_, name), ms in series.items():
-        prev = None
-        for m in sorted(ms, key=lambda m: m["time_ns"]):
-            v = m["value"]
-            totals[name] = totals.get(name, 0) + (v if prev is None or v < prev else v - prev)
-            prev = v
-    return totals
-
-
 def metrics(ix: Indexes, facts: RunFacts) -> Judged:
     """(a) late transactions, (b) LSO lag, (c) producer ids, (d) transaction counters."""
     out = Judged(NAME, KINDS)
@@ -96,7 +80,7 @@ def metrics(ix: Indexes, facts: RunFacts) -> Judged:
         pids = [r for r in last if r["name"] == M.PRODUCER_ID_COUNT.value]
         _pids(ix, out, fs, pids)
     if any(c in names for c in COUNTERS):
-        _counters(ix, facts, out, _counter_totals(samples))
+        judge_counters(ix, facts, out, samples)
     return out
 
 
@@ -203,35 +187,3 @@ def _pids(ix: Indexes, out: Judged, fs: FinalState | None, rows: list[Sample]) -
             "expected_at_most": upper,
         }
         out.rows.append(row(NAME, "producer_id_count", t, ev, as_json=False))
-
-
-def _counters(ix: Indexes, facts: RunFacts, out: Judged, totals: dict[str, float]) -> None:
-    wrote = [t for t in ix.txns.values() if t.n_sends > 0 or t.has_offsets]
-    ok = sum(t.commit_ok for t in wrote)
-    info = sum(not t.commit_ok and t.commit_info for t in wrote)
-    aborted = sum(
-        t.abort_ok and not t.commit_ok and (t.n_acked > 0 or t.has_offsets) for t in wrote
-    )
-    end = facts.info.get("ended_ns")
-    if M.TXNS_COMMITTED.value in totals:
-        out.checked["committed_counter"] = 1
-        got = totals[M.TXNS_COMMITTED.value]
-        if not ok <= got <= ok + info:
-            ev = {
-                "metric": M.TXNS_COMMITTED.value,
-                "reported_total": got,
-                "expected_range": [ok, ok + info],
-                "acknowledged_commits": ok,
-                "unknown_outcome_commits": info,
-            }
-            out.rows.append(row(NAME, "transaction_counters", end, ev, as_json=False))
-    if M.TXNS_ABORTED.value in totals:
-        out.checked["aborted_counter"] = 1
-        got = totals[M.TXNS_ABORTED.value]
-        if got < aborted:
-            ev = {
-                "metric": M.TXNS_ABORTED.value,
-                "reported_total": got,
-                "expected_at_least": aborted,
-            }
-            out.rows.append(row(NAME, "transaction_counters", end, ev, as_json=False))

@@ -1,0 +1,103 @@
+"""The transaction counters rule of the metrics checker when the counting node restarts: what its
+process counted after its last scrape is lost, so a kill is no anomaly; an under-count that
+no restart explains still is. Both engines judge each case, and their verdicts agree whole."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pyspark.sql import SparkSession
+
+from txnchaos.analysis import analyze as engines
+from txnchaos.analysis.pipeline import analyze as spark_analyze
+from txnchaos.analysis.verdict import Verdict
+from txnchaos.harness.history.schema import MetricName
+from txnchaos_testing.synthetic import Synth, SynthConfig
+
+from .engine_support import EXAMPLES, assert_same_verdict
+
+CONFIG = SynthConfig(seed=5, txns_per_writer=20, consumers=1, copiers=False)
+
+
+def _both(spark: SparkSession, synth: Synth, run_dir: Path) -> Verdict:
+    synth.write(run_dir)
+    want = spark_analyze(run_dir, spark=spark, examples=EXAMPLES, write=False)
+    have = engines.analyze(run_dir, engine="reference", examples=EXAMPLES, write=False)
+    assert_same_verdict(want, have)
+    return have
+
+
+def _counted(synth: Synth, name: MetricName) -> float:
+    """What the old rule read: every increase of the counter, a drop read as a restart."""
+    total, prev = 0.0, None
+    rows = [r for r in synth.metric_rows if r["name"] == name.value]
+    for r in sorted(rows, key=lambda r: r["time_ns"]):
+        total += r["value"] if prev is None or r["value"] < prev else r["value"] - prev
+        prev = r["value"]
+    return total
+
+
+def _acknowledged_commits(synth: Synth) -> int:
+    return sum(o["type"] == "commit" and o["outcome"] == "ok" for o in synth.ops)
+
+
+def test_a_coordinator_kill_that_loses_unscraped_commits_is_valid(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    synth = Synth(CONFIG).build()
+    synth.kill_counting_node()
+    # the kill did lose commits: the counter's increases fall short of the acknowledged commits
+    assert _counted(synth, MetricName.TXNS_COMMITTED) < _acknowledged_commits(synth)
+    v = _both(spark, synth, tmp_path)
+    metrics = v.checkers["metrics"]
+    assert metrics.status == "valid", metrics.examples
+    assert metrics.checked["committed_counter"] == 1  # the upper bound
+    assert metrics.checked["committed_counter_lower"] == 1  # over commits after the restart
+    assert metrics.checked["aborted_counter"] == 1
+    (note,) = [n for n in metrics.notes if n.startswith("counting nodes restarted")]
+    assert "n0 until" in note
+    after = int(note.split("after ")[-1].split(": ")[1].split(" of ")[0])
+    assert after > 0  # the lower bound still covers the commits made after the restart
+
+
+@pytest.mark.parametrize("after_restart", [False, True])
+def test_an_undercount_no_restart_explains_is_flagged(
+    spark: SparkSession, tmp_path: Path, after_restart: bool
+) -> None:
+    """Without a kill, one commit short is an anomaly; after a kill, so is a last process
+    that counts fewer commits than were invoked after it came back."""
+    synth = Synth(CONFIG).build()
+    if after_restart:
+        synth.kill_counting_node(missed_after_restart=True)
+    else:
+        synth.inject_counter_undercount()
+    v = _both(spark, synth, tmp_path)
+    metrics = v.checkers["metrics"]
+    assert metrics.counts["transaction_counters"] == 1
+    (ex,) = metrics.examples
+    assert ex["evidence"]["metric"] == MetricName.TXNS_COMMITTED.value
+    low, high = ex["evidence"]["expected_range"]
+    got = ex["evidence"].get("reported_by_last_processes", ex["evidence"]["reported_total"])
+    assert got == low - 1 and high == _acknowledged_commits(synth)
+    assert ("counted_after_ns" in ex["evidence"]) == after_restart
+
+
+def test_a_node_not_scraped_after_its_restart_leaves_the_lower_bounds_unchecked(
+    tmp_path: Path,
+) -> None:
+    """Its last process's counts are unknown: only the upper bound is checked."""
+    synth = Synth(CONFIG).build()
+    synth.kill_counting_node()
+    restarted = max(f["end"] for f in synth.faults if f["kind"] == "restart") * 1e9
+    counters = {MetricName.TXNS_COMMITTED.value, MetricName.TXNS_ABORTED.value}
+    synth.metric_rows = [
+        r for r in synth.metric_rows if r["name"] not in counters or r["time_ns"] < restarted
+    ]
+    v = engines.analyze(synth.write(tmp_path), engine="reference", write=False)
+    metrics = v.checkers["metrics"]
+    assert metrics.status == "valid"
+    assert metrics.checked["committed_counter"] == 1
+    assert "committed_counter_lower" not in metrics.checked
+    assert "aborted_counter" not in metrics.checked
+    assert sum("lower bound not checked: n0 not scraped" in n for n in metrics.notes) == 2
