@@ -1009,7 +1009,7 @@ class TransactionCoordinator:
                     "%s: transaction of producer %d timed out after %d ms; aborting",
                     txn_id,
                     md.producer_id,
-                    md.txn_timeout_ms,
+                    timeout_ms,
                 )
         return aborted
 

@@ -1,7 +1,8 @@
 """Dual-writer crashes (KIP-939): the writer is killed at a point of its recipe, then the
 recovery recipe runs in a process of its own (killed once mid-recovery by
 ``crash_writer_in_recovery``) until it completes the writer's prepared transaction: a 2PC
-transaction never times out, so nothing else would."""
+transaction never times out, so nothing else would. The writer stays down ``duration``
+seconds before its recovery starts (its prepared transaction waits that long)."""
 
 from __future__ import annotations
 
@@ -48,11 +49,12 @@ class DualWriteCrashFault(ClientCrashFault):
             client.start(context.hold_timeout_s)
             detail = client.wait_hold(context.hold_timeout_s)
             client.kill()
+            recover_at = time.monotonic() + fault.duration
             found = _HOLD.match(detail)
             if found is None:
                 raise RuntimeError(f"unexpected hold line {detail!r}")
             txn, tid = int(found.group(1)), found.group(2)
-            params.update({"at": detail, "state": found.group(3)})
+            params.update({"at": detail, "state": found.group(3), "down_s": fault.duration})
 
             def recovery(hold_in_recovery: bool) -> RecoveryClient:
                 return RecoveryClient(
@@ -67,6 +69,7 @@ class DualWriteCrashFault(ClientCrashFault):
                     log_path=logs / f"crash-{index}.log",
                 )
 
+            time.sleep(max(0.0, recover_at - time.monotonic()))  # the writer is down
             if self.crash_recovery:
                 first = recovery(True)
                 first.start(context.hold_timeout_s)

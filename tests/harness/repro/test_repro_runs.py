@@ -5,7 +5,8 @@ the predicted checkers, the defended cluster valid.
 
 Each entry costs two or three runs and their analyses (55-110 s), so the suite runs one
 (an isolation bug without faults); the three late-request entries of seed 000 run together,
-failing and defended, in test_late_request_cases.py. Every entry, on
+failing and defended, in test_late_request_cases.py; the 2PC entry runs its bug
+configuration only (its defense is scenarios/dual-write.yaml's valid run). Every entry, on
 several seeds, is `bench/detection.py` (its matrix is in the README); each switch on and
 off is also tests/integration/test_bug_switches.py and tests/cluster/test_bug_switches.py."""
 
@@ -48,3 +49,26 @@ def test_the_bug_is_detected_and_the_defense_closes_it(name: str, tmp_path: Path
         assert o["matched"] and o["verdict"] == config.expect.verdict, o
         assert set(config.expect.anomalies) <= set(o["anomalies"]), o
         assert (out / config_name / "verdict.json").is_file()
+
+
+def test_a_prepared_transaction_outliving_the_timeout_is_aborted_with_the_bug(
+    tmp_path: Path,
+) -> None:
+    """The writer stays down (the crash fault's duration) past transaction.max.timeout.ms:
+    with the switch the coordinator aborts its prepared transaction, the database keeps it."""
+    name = "prepared-transaction-timed-out"
+    out = tmp_path / name
+    command = ["repro", name, "--config", "bug", "--out", str(out)]
+    proc = subprocess.run(
+        [sys.executable, "-m", "txnchaos.harness.cli", *command],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    (outcome,) = json.loads((out / "repro.json").read_text())["outcomes"]
+    assert outcome["configuration"] == "bug" and outcome["verdict"] == "invalid", outcome
+    assert "dual_write" in outcome["anomalies"], outcome
+    dual_write = json.loads((out / "bug" / "verdict.json").read_text())["checkers"]["dual_write"]
+    assert dual_write["counts"]["database_only"] >= 1, dual_write
+    assert dual_write["counts"]["kafka_only"] == 0, dual_write
