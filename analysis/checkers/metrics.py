@@ -35,23 +35,22 @@ from typing import Any
 
 from pyspark.sql import functions as F
 
-from ...harness.history.final_state import FinalState
 from ...harness.history.schema import MetricName as M
-from .base import CheckOutput, definition, row
+from ..reference.metric_rules import (
+    KINDS,
+    LATE_BUFFER_MS,
+    NAME,
+    late_at_end,
+    late_too_early,
+    lso_lag,
+    producer_id_count,
+)
+from .base import CheckOutput, definition
 from .context import CheckContext
 from .metric_counters import COUNTERS, check_counters
 from .protocol import Reads
 
-NAME = "metrics"
-KINDS: tuple[str, ...] = (
-    "late_transactions_count",
-    "lso_lag",
-    "producer_id_count",
-    "transaction_counters",
-)
 READS = frozenset({Reads.METRICS, Reads.FINAL_STATE, Reads.TRANSACTIONS, Reads.FAULTS})
-LATE_BUFFER_MS = 5 * 60 * 1000
-LAG_FRESHNESS_NS = 2_000_000_000
 NODE_METRICS = (
     M.PARTITIONS_WITH_LATE_TXNS.value,
     M.LAST_STABLE_OFFSET_LAG.value,
@@ -90,141 +89,31 @@ def check(ctx: CheckContext) -> CheckOutput:
         if fs is None:
             out.notes.append("no final state: LastStableOffsetLag not checked")
         else:
-            _lag(out, fs, [r for r in last if r["name"] == M.LAST_STABLE_OFFSET_LAG.value])
+            lso_lag(out, fs, [r for r in last if r["name"] == M.LAST_STABLE_OFFSET_LAG.value])
     if M.PRODUCER_ID_COUNT.value in names:
-        _pids(ctx, out, fs, [r for r in last if r["name"] == M.PRODUCER_ID_COUNT.value])
+        # producer ids per partition come from the summary pass (no extra scan of the history)
+        pids = [r for r in last if r["name"] == M.PRODUCER_ID_COUNT.value]
+        producer_id_count(out, ctx.proj.summary.producers, fs, pids)
     if any(c in names for c in COUNTERS):
         check_counters(ctx, out, m)
     return out
 
 
-def _late(ctx: CheckContext, out: CheckOutput, m: Any, rows: list[Any]) -> None:
+def _late(ctx: CheckContext, out: CheckOutput, m: Any, latest: list[Any]) -> None:
     limit_ms = ctx.data.run.transaction_max_timeout_ms + LATE_BUFFER_MS
-    t = max(r["t"] for r in rows)
-    reported = sum(r["value"] for r in rows)
-    fs = ctx.data.final_state
-    if fs is not None:
-        late = {
-            (o.get("topic"), o.get("partition"))
-            for o in fs.get("open_transactions") or []
-            if o.get("start_ns") is not None and t - o["start_ns"] > limit_ms * 1_000_000
-        }
-        out.checked["late_transactions_final"] = 1
-        if reported != len(late):
-            out.rows.append(
-                row(
-                    NAME,
-                    "late_transactions_count",
-                    t,
-                    {
-                        "metric": M.PARTITIONS_WITH_LATE_TXNS.value,
-                        "reported_sum_over_nodes": reported,
-                        "expected": len(late),
-                        "late_partitions": sorted(map(list, late)),
-                        "per_node": {r["node"]: r["value"] for r in rows},
-                        "tolerance": "exact",
-                    },
-                )
-            )
+    if ctx.data.final_state is not None:
+        late_at_end(out, ctx.data.final_state, latest, limit_ms)
     started = ctx.data.run.info.get("started_ns")
-    if started is not None:
-        early = (
-            m.filter(
-                (F.col("name") == M.PARTITIONS_WITH_LATE_TXNS.value)
-                & (F.col("value") > 0)
-                & (F.col("time_ns") - F.lit(started) <= F.lit(limit_ms * 1_000_000))
-            )
-            .orderBy("time_ns")
-            .limit(1)
-            .collect()
+    if started is None:
+        return
+    early = (
+        m.filter(
+            (F.col("name") == M.PARTITIONS_WITH_LATE_TXNS.value)
+            & (F.col("value") > 0)
+            & (F.col("time_ns") - F.lit(started) <= F.lit(limit_ms * 1_000_000))
         )
-        for r in early:
-            out.rows.append(
-                row(
-                    NAME,
-                    "late_transactions_count",
-                    r["time_ns"],
-                    {
-                        "metric": M.PARTITIONS_WITH_LATE_TXNS.value,
-                        "node": r["node"],
-                        "reported": r["value"],
-                        "run_age_ms": (r["time_ns"] - started) // 1_000_000,
-                        "why": "no transaction can be late this early in the run",
-                    },
-                )
-            )
-
-
-def _lag(out: CheckOutput, fs: FinalState, rows: list[Any]) -> None:
-    captured = fs.get("captured_ns") or 0
-    latest: dict[tuple[str, int], tuple[int, float, dict[str, float]]] = {}
-    for r in rows:
-        key = (r["topic"], r["partition"])
-        cur = latest.get(key)
-        if cur is None or r["t"] > cur[0]:
-            latest[key] = (r["t"], r["value"], {r["node"]: r["value"]})
-        elif r["t"] == cur[0]:
-            latest[key] = (cur[0], max(cur[1], r["value"]), {**cur[2], r["node"]: r["value"]})
-    stale = 0
-    for p in fs["partitions"]:
-        key = (p["topic"], p["partition"])
-        if key not in latest:
-            continue
-        t, value, per_node = latest[key]
-        if t < captured - LAG_FRESHNESS_NS:
-            stale += 1
-            continue
-        expected = p["high_watermark"] - p["lso"]
-        out.checked["lso_lag_partitions"] = out.checked.get("lso_lag_partitions", 0) + 1
-        if value != expected:
-            out.rows.append(
-                row(
-                    NAME,
-                    "lso_lag",
-                    t,
-                    {
-                        "metric": M.LAST_STABLE_OFFSET_LAG.value,
-                        "topic": p["topic"],
-                        "partition": p["partition"],
-                        "reported": value,
-                        "per_node": per_node,
-                        "expected": expected,
-                        "final_state": {"lso": p["lso"], "high_watermark": p["high_watermark"]},
-                        "tolerance": "exact",
-                    },
-                )
-            )
-    if stale:
-        out.notes.append(f"{stale} partitions' LastStableOffsetLag samples predate the final state")
-
-
-def _pids(ctx: CheckContext, out: CheckOutput, fs: FinalState | None, rows: list[Any]) -> None:
-    # producer ids per partition come from the summary pass (no extra scan of the history)
-    producers = ctx.proj.summary.producers
-    lower = len({pid for pids in producers.values() for pid, acked in pids.items() if acked})
-    n_by_tp = {tp: len(pids) for tp, pids in producers.items()}
-    replicas = {
-        (p["topic"], p["partition"]): len(p.get("replicas") or [])
-        for p in (fs["partitions"] if fs is not None else [])
-    }
-    upper: int | None = None
-    if fs is not None and all(replicas.get(tp) for tp in n_by_tp):
-        upper = sum(n * replicas[tp] for tp, n in n_by_tp.items())
-    t = max(r["t"] for r in rows)
-    reported = sum(r["value"] for r in rows)
-    out.checked["producer_id_count"] = 1
-    if reported < lower or (upper is not None and reported > upper):
-        out.rows.append(
-            row(
-                NAME,
-                "producer_id_count",
-                t,
-                {
-                    "metric": M.PRODUCER_ID_COUNT.value,
-                    "reported_sum_over_nodes": reported,
-                    "per_node": {r["node"]: r["value"] for r in rows},
-                    "expected_at_least": lower,
-                    "expected_at_most": upper,
-                },
-            )
-        )
+        .orderBy("time_ns")
+        .limit(1)
+        .collect()
+    )
+    late_too_early(out, early[0] if early else None, started)
