@@ -17,13 +17,10 @@ transaction.timeout.ms (or a successor with the same transactional.id fences it)
 
 from __future__ import annotations
 
-import json
 import os
-import queue
 import signal
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -33,6 +30,7 @@ from ..history.run_dir import HISTORY_DIR
 from ..history.schema import EventType, Outcome
 from ..history.writer import HistoryWriter
 from .config import WorkloadConfig, load_workload
+from .line_child import LineChild
 from .workers import NameAllocator
 
 MODULE = "txnchaos.harness.workload.crashable"
@@ -85,8 +83,7 @@ class CrashableClient:
         claimed = self.run_dir / HISTORY_DIR / f"{self.process}.jsonl"
         claimed.parent.mkdir(parents=True, exist_ok=True)
         claimed.touch()
-        self.proc: subprocess.Popen[str] | None = None
-        self._lines: queue.Queue[str | None] = queue.Queue()
+        self.child = LineChild(self.process, CrashableError, log_path)
         self.killed_ns: int | None = None
 
     # -- lifecycle --------------------------------------------------------------------------
@@ -116,45 +113,10 @@ class CrashableClient:
         return cmd
 
     def start(self, timeout_s: float = 60.0) -> None:
-        stderr: Any = subprocess.DEVNULL
-        if self.log_path is not None:
-            stderr = self.log_path.open("ab")
-        self.proc = subprocess.Popen(
-            self.command(),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=stderr,
-            text=True,
-        )
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(json.dumps(self.config.model_dump(mode="json")))
-        self.proc.stdin.close()
-        threading.Thread(target=self._pump, daemon=True).start()
-        self.wait_line("READY", timeout_s)
-
-    def _pump(self) -> None:
-        assert self.proc is not None and self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self._lines.put(line.rstrip("\n"))
-        self._lines.put(None)
+        self.child.spawn(self.command(), self.config, timeout_s)
 
     def wait_line(self, prefix: str, timeout_s: float) -> str:
-        deadline = time.monotonic() + timeout_s
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise CrashableError(f"{self.process}: no {prefix!r} within {timeout_s}s")
-            try:
-                line = self._lines.get(timeout=min(left, 0.5))
-            except queue.Empty:
-                continue
-            if line is None:
-                code = self.proc.wait() if self.proc else None
-                raise CrashableError(
-                    f"{self.process} exited (code {code}) before printing {prefix!r}"
-                )
-            if line.startswith(prefix):
-                return line
+        return self.child.wait_line(prefix, timeout_s)
 
     def wait_hold(self, timeout_s: float = 120.0) -> str:
         """Wait until the child reached its hold point; returns the HOLD line."""
@@ -162,30 +124,30 @@ class CrashableClient:
 
     @property
     def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
+        return self.child.alive
 
     def kill(self) -> None:
         """SIGKILL the child, then record its crash (STOP, outcome info) in its history."""
-        if self.proc is None:
+        if self.child.proc is None:
             return
-        if self.proc.poll() is None:
-            self.killed_ns = time.time_ns()
-            os.kill(self.proc.pid, signal.SIGKILL)
-        self.proc.wait()
+        now = time.time_ns()
+        if self.child.kill():
+            self.killed_ns = now
         if self.killed_ns is not None:
             record_crash(self.run_dir, self.process, self.killed_ns)
 
     def stop(self, timeout_s: float = 60.0) -> int:
         """Clean stop (SIGTERM); SIGKILL if it does not exit in time.  Returns the exit code."""
-        if self.proc is None:
+        proc = self.child.proc
+        if proc is None:
             return 0
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
             try:
-                self.proc.wait(timeout_s)
+                proc.wait(timeout_s)
             except subprocess.TimeoutExpired:
                 self.kill()
-        return int(self.proc.returncode or 0)
+        return int(proc.returncode or 0)
 
     def successor(self, **overrides: Any) -> CrashableClient:
         """A restart: same user and index (so the same transactional.id for ``{index}``
