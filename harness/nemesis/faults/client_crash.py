@@ -38,30 +38,32 @@ class ClientCrashFault(FaultBase):
         from ...workload.crash import CrashableClient
 
         started = time.time()
-        run_dir = context.run_dir
+        logs = context.run_dir / "logs"
+        logs.mkdir(parents=True, exist_ok=True)
         client = CrashableClient(
             context.workload,
             user,
-            run_dir,
+            context.run_dir,
             context.handle.bootstrap,
             hold=hold,
             hold_after=1,
             seed=context.seed + index,
-            log_path=run_dir / "logs" / f"crash-{index}.log",
+            log_path=logs / f"crash-{index}.log",
         )
-        (run_dir / "logs").mkdir(parents=True, exist_ok=True)
         context.activate(index, fault, started, None, f"{self.name}: {client.process}")
         try:
             client.start(context.hold_timeout_s)
             detail = client.wait_hold(context.hold_timeout_s)
             client.kill()
+            params: dict[str, Any] = {"hold": hold, "at": detail, "action": index}
+            params.update(self._after_kill(context, index, fault, user, client.process, detail))
             context.handle.fault_log().write(
                 self.name,
                 started,
                 time.time(),
                 link=None,
                 target={"client": client.process},
-                params={"hold": hold, "at": detail, "action": index},
+                params=params,
             )
             context.report_outcome(index, started, None)
         except Exception as exc:
@@ -70,3 +72,16 @@ class ClientCrashFault(FaultBase):
                 client.kill()
         finally:
             context.deactivate(index)
+
+    def _after_kill(
+        self,
+        context: FaultContext,
+        index: int,
+        fault: ScheduledFault,
+        user: int,
+        process: str,
+        detail: str,
+    ) -> dict[str, Any]:
+        """What happens once the client is dead (nothing here: its successor is the
+        workload's business); returns what the fault log adds about it."""
+        return {}

@@ -23,71 +23,44 @@ class DualWriteCrashFault(ClientCrashFault):
     #: Kill the first recovery too, after its keep-prepared init.
     crash_recovery: bool = False
 
-    def _crash(
-        self, context: FaultContext, index: int, fault: ScheduledFault, user: int, hold: str
-    ) -> None:
-        from ...workload.crash import CrashableClient
+    def _after_kill(
+        self,
+        context: FaultContext,
+        index: int,
+        fault: ScheduledFault,
+        user: int,
+        process: str,
+        detail: str,
+    ) -> dict[str, Any]:
+        """Wait ``duration`` (the writer is down), then run the recovery recipe to its end
+        (killing a first recovery mid-way when ``crash_recovery``)."""
         from ...workload.dual_write.recovery_client import RecoveryClient
 
-        started = time.time()
-        run_dir = context.run_dir
-        logs = run_dir / "logs"
-        logs.mkdir(parents=True, exist_ok=True)
-        client = CrashableClient(
-            context.workload,
-            user,
-            run_dir,
-            context.handle.bootstrap,
-            hold=hold,
-            hold_after=1,
-            seed=context.seed + index,
-            log_path=logs / f"crash-{index}.log",
-        )
-        context.activate(index, fault, started, None, f"{self.name}: {client.process}")
-        params: dict[str, Any] = {"hold": hold, "action": index}
-        try:
-            client.start(context.hold_timeout_s)
-            detail = client.wait_hold(context.hold_timeout_s)
-            client.kill()
-            recover_at = time.monotonic() + fault.duration
-            found = _HOLD.match(detail)
-            if found is None:
-                raise RuntimeError(f"unexpected hold line {detail!r}")
-            txn, tid = int(found.group(1)), found.group(2)
-            params.update({"at": detail, "state": found.group(3), "down_s": fault.duration})
+        recover_at = time.monotonic() + fault.duration
+        found = _HOLD.match(detail)
+        if found is None:
+            raise RuntimeError(f"unexpected hold line {detail!r}")
+        txn, tid = int(found.group(1)), found.group(2)
+        params: dict[str, Any] = {"state": found.group(3), "down_s": fault.duration}
 
-            def recovery(hold_in_recovery: bool) -> RecoveryClient:
-                return RecoveryClient(
-                    context.workload,
-                    user,
-                    run_dir,
-                    context.handle.bootstrap,
-                    writer=client.process,
-                    txn=txn,
-                    transactional_id=tid,
-                    hold_in_recovery=hold_in_recovery,
-                    log_path=logs / f"crash-{index}.log",
-                )
-
-            time.sleep(max(0.0, recover_at - time.monotonic()))  # the writer is down
-            if self.crash_recovery:
-                first = recovery(True)
-                first.start(context.hold_timeout_s)
-                params["recovery_killed_at"] = first.wait_hold(context.hold_timeout_s)
-                first.kill()
-            params["recovered"] = recovery(False).run(context.hold_timeout_s)
-            context.handle.fault_log().write(
-                self.name,
-                started,
-                time.time(),
-                link=None,
-                target={"client": client.process},
-                params=params,
+        def recovery(hold_in_recovery: bool) -> RecoveryClient:
+            return RecoveryClient(
+                context.workload,
+                user,
+                context.run_dir,
+                context.handle.bootstrap,
+                writer=process,
+                txn=txn,
+                transactional_id=tid,
+                hold_in_recovery=hold_in_recovery,
+                log_path=context.run_dir / "logs" / f"crash-{index}.log",
             )
-            context.report_outcome(index, started, None)
-        except Exception as exc:
-            context.report_outcome(index, started, RuntimeError(f"{client.process}: {exc}"))
-            if client.alive:
-                client.kill()
-        finally:
-            context.deactivate(index)
+
+        time.sleep(max(0.0, recover_at - time.monotonic()))  # the writer is down
+        if self.crash_recovery:
+            first = recovery(True)
+            first.start(context.hold_timeout_s)
+            params["recovery_killed_at"] = first.wait_hold(context.hold_timeout_s)
+            first.kill()
+        params["recovered"] = recovery(False).run(context.hold_timeout_s)
+        return params
