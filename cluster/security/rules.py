@@ -15,6 +15,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from ..protocol.codec import EncodedResponse
+from ..server.cluster_action import refuse_cluster_action
 from ..server.dispatch import Handler, RequestContext
 from ..server.server import CloseConnection
 from .acl import CLUSTER_NAME, Operation, ResourceType
@@ -393,9 +394,7 @@ async def add_partitions_to_txn(a: Access, ctx: RequestContext, req: Any, handle
     if ctx.api_version >= 4:  # sent by brokers only (KIP-890 verification)
         if a.cluster(Operation.CLUSTER_ACTION):
             return await handler(ctx, req)
-        return ctx.respond(
-            error_code=CLUSTER_AUTHORIZATION_FAILED, results_by_transaction=[], throttle_time=0
-        )
+        return refuse_cluster_action(ctx, req)
     topics = req.v3_and_below_topics
     if not a.allowed(WRITE, TXN, req.v3_and_below_transactional_id):
         codes = {t.name: TRANSACTIONAL_ID_AUTHORIZATION_FAILED for t in topics}
@@ -447,24 +446,7 @@ async def end_txn(a: Access, ctx: RequestContext, req: Any, handler: Handler) ->
 async def write_txn_markers(a: Access, ctx: RequestContext, req: Any, handler: Handler) -> Any:
     if a.cluster(Operation.CLUSTER_ACTION):
         return await handler(ctx, req)
-    return ctx.respond(
-        markers=[
-            {
-                "producer_id": m.producer_id,
-                "topics": [
-                    {
-                        "name": t.name,
-                        "partitions": [
-                            {"partition_index": p, "error_code": CLUSTER_AUTHORIZATION_FAILED}
-                            for p in t.partition_indexes
-                        ],
-                    }
-                    for t in m.topics
-                ],
-            }
-            for m in req.markers
-        ]
-    )
+    return refuse_cluster_action(ctx, req)
 
 
 async def describe_transactions(a: Access, ctx: RequestContext, req: Any, handler: Handler) -> Any:

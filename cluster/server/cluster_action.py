@@ -45,7 +45,9 @@ def may_act_on_cluster(ctx: RequestContext, admins: tuple[str, ...]) -> bool:
     return is_node(ctx) or (client_id is not None and client_id.startswith(admins))
 
 
-def _refusal(ctx: RequestContext, request: Any) -> Any:
+def refuse_cluster_action(ctx: RequestContext, request: Any) -> Any:
+    """The CLUSTER_AUTHORIZATION_FAILED answer to a server-only request (WriteTxnMarkers, or
+    AddPartitionsToTxn v4+) from a client without CLUSTER_ACTION."""
     if ctx.api_key == ADD_PARTITIONS_TO_TXN:
         return ctx.respond(
             throttle_time=0, error_code=CLUSTER_AUTHORIZATION_FAILED, results_by_transaction=[]
@@ -75,7 +77,7 @@ def _guard(admins: tuple[str, ...]) -> Callable[[Handler], Handler]:
         async def guarded(ctx: RequestContext, request: Any) -> Any:
             server_only = ctx.api_version >= FIRST_SERVER_ONLY_VERSION[ctx.api_key]
             if server_only and not may_act_on_cluster(ctx, admins):
-                return _refusal(ctx, request)
+                return refuse_cluster_action(ctx, request)
             return await handler(ctx, request)
 
         return guarded
