@@ -26,7 +26,7 @@ from .test_run_smoke import ROOT, alive, node_pids
 SCENARIO = """\
 name: web
 seed: 3
-duration: 30
+duration: 15
 cluster: {launcher: local, brokers: 1, coordinators: 0, proxied: false}
 workload:
   topics:
