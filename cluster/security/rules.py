@@ -71,6 +71,26 @@ def _replace(obj: Any, **fields: Any) -> Any:
     return dataclasses.replace(obj, **fields)
 
 
+async def _serve_allowed(
+    ctx: RequestContext,
+    handler: Handler,
+    req: Any,
+    ok: Iterable[Any],
+    refused: Iterable[Any],
+    *,
+    request_field: str,
+    response_field: str,
+) -> Any:
+    """The handler's answer to the allowed entries (``request_field`` of ``req``) with the
+    refused entries' answers appended to ``response_field``; only the refusals when nothing
+    is allowed (the handler never sees a refused entry)."""
+    ok, refused = tuple(ok), tuple(refused)
+    if not ok:
+        return ctx.respond(**{response_field: refused}, throttle_time=0)
+    allowed = _replace(req, **{request_field: ok})
+    return _extend(await handler(ctx, allowed), response_field, refused)
+
+
 # -- Produce, Fetch, ListOffsets, Metadata ------------------------------------------------
 def _produce_refusals(topics: Iterable[Any], code: int) -> list[dict[str, Any]]:
     return [
@@ -100,9 +120,9 @@ async def produce(a: Access, ctx: RequestContext, req: Any, handler: Handler) ->
     if req.acks == 0:
         raise CloseConnection  # Kafka closes an acks=0 producer's connection on an error
     refused = ctx.respond(responses=_produce_refusals(bad, code), throttle_time=0).responses
-    if not ok:
-        return ctx.respond(responses=refused, throttle_time=0)
-    return _extend(await handler(ctx, _replace(req, topic_data=tuple(ok))), "responses", refused)
+    return await _serve_allowed(
+        ctx, handler, req, ok, refused, request_field="topic_data", response_field="responses"
+    )
 
 
 async def fetch(a: Access, ctx: RequestContext, req: Any, handler: Handler) -> Any:
@@ -167,9 +187,9 @@ async def list_offsets(a: Access, ctx: RequestContext, req: Any, handler: Handle
             for t in bad
         ]
     ).topics
-    if not ok:
-        return ctx.respond(topics=refused, throttle_time=0)
-    return _extend(await handler(ctx, _replace(req, topics=tuple(ok))), "topics", refused)
+    return await _serve_allowed(
+        ctx, handler, req, ok, refused, request_field="topics", response_field="topics"
+    )
 
 
 async def metadata(a: Access, ctx: RequestContext, req: Any, handler: Handler) -> Any:
@@ -249,9 +269,9 @@ async def _commit(
     if not bad:
         return await handler(ctx, req)
     refused = ctx.respond(topics=_commit_refusals(bad, code), throttle_time=0).topics
-    if not ok:
-        return ctx.respond(topics=refused, throttle_time=0)
-    return _extend(await handler(ctx, _replace(req, topics=tuple(ok))), "topics", refused)
+    return await _serve_allowed(
+        ctx, handler, req, ok, refused, request_field="topics", response_field="topics"
+    )
 
 
 async def offset_commit(a: Access, ctx: RequestContext, req: Any, handler: Handler) -> Any:
@@ -343,9 +363,9 @@ async def delete_groups(a: Access, ctx: RequestContext, req: Any, handler: Handl
     refused = ctx.respond(
         results=[{"group_id": g, "error_code": GROUP_AUTHORIZATION_FAILED} for g in bad]
     ).results
-    if not ok:
-        return ctx.respond(results=refused, throttle_time=0)
-    return _extend(await handler(ctx, _replace(req, groups_names=tuple(ok))), "results", refused)
+    return await _serve_allowed(
+        ctx, handler, req, ok, refused, request_field="groups_names", response_field="results"
+    )
 
 
 async def find_coordinator(a: Access, ctx: RequestContext, req: Any, handler: Handler) -> Any:
@@ -368,10 +388,15 @@ async def find_coordinator(a: Access, ctx: RequestContext, req: Any, handler: Ha
             {"key": k, "node_id": -1, "host": "", "port": -1, "error_code": refusal(k)} for k in bad
         ]
     ).coordinators
-    if not ok:
-        return ctx.respond(coordinators=refused, throttle_time=0)
-    sub = _replace(req, coordinator_keys=tuple(ok))
-    return _extend(await handler(ctx, sub), "coordinators", refused)
+    return await _serve_allowed(
+        ctx,
+        handler,
+        req,
+        ok,
+        refused,
+        request_field="coordinator_keys",
+        response_field="coordinators",
+    )
 
 
 # -- transactions -------------------------------------------------------------------------
@@ -523,9 +548,9 @@ async def create_topics(a: Access, ctx: RequestContext, req: Any, handler: Handl
             for t in bad
         ]
     ).topics
-    if not ok:
-        return ctx.respond(topics=refused, throttle_time=0)
-    return _extend(await handler(ctx, _replace(req, topics=tuple(ok))), "topics", refused)
+    return await _serve_allowed(
+        ctx, handler, req, ok, refused, request_field="topics", response_field="topics"
+    )
 
 
 async def delete_topics(a: Access, ctx: RequestContext, req: Any, handler: Handler) -> Any:
@@ -549,10 +574,10 @@ async def delete_topics(a: Access, ctx: RequestContext, req: Any, handler: Handl
             for t in bad
         ]
     ).responses
-    if not ok:
-        return ctx.respond(responses=refused, throttle_time=0)
     field = "topics" if ctx.api_version >= 6 else "topic_names"
-    return _extend(await handler(ctx, _replace(req, **{field: tuple(ok)})), "responses", refused)
+    return await _serve_allowed(
+        ctx, handler, req, ok, refused, request_field=field, response_field="responses"
+    )
 
 
 async def delete_records(a: Access, ctx: RequestContext, req: Any, handler: Handler) -> Any:
@@ -576,9 +601,9 @@ async def delete_records(a: Access, ctx: RequestContext, req: Any, handler: Hand
             for t in bad
         ]
     ).topics
-    if not ok:
-        return ctx.respond(topics=refused, throttle_time=0)
-    return _extend(await handler(ctx, _replace(req, topics=tuple(ok))), "topics", refused)
+    return await _serve_allowed(
+        ctx, handler, req, ok, refused, request_field="topics", response_field="topics"
+    )
 
 
 async def describe_configs(a: Access, ctx: RequestContext, req: Any, handler: Handler) -> Any:
