@@ -82,6 +82,16 @@ BUG_SWITCHES: tuple[BugSwitch, ...] = (
         "fails and the database and Kafka disagree",
         site="cluster/coordinator/transactions/coordinator.py abort_timed_out_transactions",
     ),
+    BugSwitch(
+        setting="txnchaos.bug.init.aborts.prepared.transaction",
+        field="init_aborts_prepared_transaction",
+        report="KIP-939's guarantee broken (InitProducerId ignoring keepPreparedTxn)",
+        seed="seed 003 (KIP-939), InitProducerId: KeepPreparedTxn keeps the open transaction",
+        symptom="a new producer instance that asks to keep the prepared transaction "
+        "(initTransactions(true), the recovery recipe) aborts it instead: the transaction "
+        "the external coordinator committed is lost from Kafka",
+        site="cluster/coordinator/transactions/coordinator.py TransactionCoordinator._init",
+    ),
 )
 
 BY_SETTING: dict[str, BugSwitch] = {b.setting: b for b in BUG_SWITCHES}
@@ -97,6 +107,7 @@ class BugSwitches:
     lso_ignores_open_transactions: bool = False
     fetch_ignores_aborted_index: bool = False
     two_phase_commit_timeout: bool = False
+    init_aborts_prepared_transaction: bool = False
 
     @classmethod
     def from_settings(cls, settings: Any) -> BugSwitches:

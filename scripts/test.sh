@@ -3,13 +3,16 @@
 #   1. scripts/bootstrap.sh --docker   venv, deps, Java, a Docker engine for this repo
 #   2. scripts/build-image.sh          node image, rebuilt only when its inputs changed
 #   3. ruff check . and ruff format --check ., then mypy (scripts/typecheck.sh)
-#   4. pytest over tests/ with a per-test timeout
+#   4. pytest over tests/ with a per-test timeout, in two worker processes (pytest-xdist,
+#      one test file per worker at a time): most integration tests wait on real nodes and
+#      timed runs, so two workers halve the wall time even on two cores
 # Exits non-zero when any step fails (lint failures do not stop the tests from running).
 # A dockerd started by this run is stopped at the end (by PID); one that was already
 # running is left alone.
 #
-# Environment: TXNCHAOS_TEST_TIMEOUT (per-test seconds, default 300). Arguments go to pytest
-# (e.g. scripts/test.sh tests/docker -x); none means tests/.
+# Environment: TXNCHAOS_TEST_TIMEOUT (per-test seconds, default 300), TXNCHAOS_TEST_WORKERS
+# (pytest-xdist workers, default 2; 0 runs in this process). Arguments go to pytest (e.g.
+# scripts/test.sh tests/docker -x; a later -n overrides the workers); none means tests/.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -68,7 +71,8 @@ set +e
 [ "$#" -gt 0 ] || set -- tests
 # --continue-on-collection-errors: one module that fails to import must not hide the rest.
 .venv/bin/python -m pytest -p no:cacheprovider --continue-on-collection-errors \
-    --timeout="${TXNCHAOS_TEST_TIMEOUT:-300}" --durations=15 "$@" 2>&1 | tee "$PYLOG"
+    --timeout="${TXNCHAOS_TEST_TIMEOUT:-300}" --durations=15 \
+    -n "${TXNCHAOS_TEST_WORKERS:-2}" --dist loadfile "$@" 2>&1 | tee "$PYLOG"
 pytest_status=${PIPESTATUS[0]}
 set -e
 [ "$pytest_status" -eq 0 ] || status=1

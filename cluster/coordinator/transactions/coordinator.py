@@ -519,6 +519,8 @@ class TransactionCoordinator:
         if md.pending_transition_in_progress or md.state.is_prepare:
             return InitResult(int(E.concurrent_transactions))
         now = self.clock_ms()
+        if keep_prepared and self.config.bugs.init_aborts_prepared_transaction:
+            keep_prepared = False
         if md.state == S.ONGOING and keep_prepared:
             return self._keep_prepared(md, timeout_ms, fresh_pid, two_phase, now)
         if md.state == S.ONGOING:

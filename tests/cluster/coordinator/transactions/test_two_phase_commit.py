@@ -277,6 +277,21 @@ async def test_timeout_bug_aborts_a_prepared_two_phase_transaction(tmp_path: Pat
         h.crash()
 
 
+@async_test
+async def test_init_bug_aborts_the_transaction_it_was_asked_to_keep(tmp_path: Path) -> None:
+    """``txnchaos.bug.init.aborts.prepared.transaction``: a keep-prepared InitProducerId
+    fences and aborts the open transaction like an ordinary one; the retried init then
+    reports nothing kept."""
+    h = two_pc_harness(tmp_path, bugs=BugSwitches(init_aborts_prepared_transaction=True))
+    pid, epoch = await prepared_tv2(h)
+    assert (await init6(h, keep=True))[0] == CONCURRENT_TRANSACTIONS
+    await h.flush()
+    assert h.state("tx") == "CompleteAbort"
+    err, new_pid, new_epoch, ongoing_pid, ongoing_epoch = await init6(h, keep=True)
+    assert (err, ongoing_pid, ongoing_epoch) == (NONE, -1, -1)
+    assert new_pid == pid and new_epoch > epoch + 1  # fenced by the abort, then bumped
+
+
 # ---------------------------------------------------------------------- our producer
 
 

@@ -1,0 +1,18 @@
+"""The read_committed isolation entries (seed 002): with the bug read_committed readers
+return records of aborted or open transactions (aborted_read); defended, the run is valid."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.harness.repro.repro_runs import ISOLATION, assert_as_predicted, run_entry
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.mark.parametrize("name", ISOLATION)
+def test_the_bug_is_detected_and_the_defense_closes_it(name: str, tmp_path: Path) -> None:
+    out = tmp_path / name
+    assert_as_predicted(name, out, run_entry(name, out))

@@ -1,0 +1,27 @@
+"""The KIP-939 entries (seed 003): a dual writer killed after its database commit, before its
+Kafka commit. With the bug the coordinator aborts the prepared transaction (by the timeout,
+or when the recovering instance's InitProducerId asks to keep it), so the database holds
+rows Kafka never committed (dual_write: database_only); defended, the recovery commits them
+and the run is valid."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.harness.repro.repro_runs import TWO_PHASE, assert_as_predicted, run_entry
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.mark.parametrize("name", TWO_PHASE)
+def test_the_prepared_transaction_is_lost_with_the_bug_and_kept_without(
+    name: str, tmp_path: Path
+) -> None:
+    out = tmp_path / name
+    assert_as_predicted(name, out, run_entry(name, out))
+    counts = json.loads((out / "bug" / "verdict.json").read_text())["checkers"]["dual_write"]
+    assert counts["counts"]["database_only"] >= 1, counts
+    assert counts["counts"]["kafka_only"] == 0, counts
