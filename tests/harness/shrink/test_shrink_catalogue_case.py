@@ -7,8 +7,6 @@ checkers: no JVM)."""
 
 from __future__ import annotations
 
-import json
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -17,8 +15,8 @@ import pytest
 import yaml
 from rich.console import Console
 
+from tests.harness.shrink.shrink_support import entry_scenario, invalid_run, verdict_of
 from txnchaos.analysis.verdict import anomalies_by_checker
-from txnchaos.harness.repro.catalogue import SHIPPED
 from txnchaos.harness.shrink.command import shrink_run
 
 pytestmark = pytest.mark.integration
@@ -29,36 +27,18 @@ BUDGET_S = 600.0  # never reached: the search has two steps to try here
 
 def one_user_scenario() -> dict[str, Any]:
     """The entry's scenario at transaction.version 0 with its misbehaving user alone."""
-    data = yaml.safe_load((SHIPPED / f"{ENTRY}.yaml").read_text())
-    data.pop("repro")
+    data = entry_scenario(ENTRY, {"transaction.version": 0})
     data["duration"] = 4
-    data["expect"] = {"verdict": "invalid"}
-    data["cluster"]["settings"]["transaction.version"] = 0
     users = data["workload"]["users"]
     data["workload"]["users"] = [u for u in users if "misbehavior" in u]
     data["final"] = {"quiescence_timeout": 5, "read_timeout": 20}
-    return dict(data)
-
-
-def verdict_of(run_dir: Path) -> dict[str, Any]:
-    verdict: dict[str, Any] = json.loads((run_dir / "verdict.json").read_text())
-    return verdict
+    return data
 
 
 def test_shrinking_a_catalogue_run_keeps_its_anomaly_in_a_smaller_scenario(
     tmp_path: Path,
 ) -> None:
-    scenario = tmp_path / f"{ENTRY}.yaml"
-    scenario.write_text(yaml.safe_dump(one_user_scenario(), sort_keys=False))
-    run_dir = tmp_path / "run"
-    proc = subprocess.run(
-        [sys.executable, "-m", "txnchaos.harness.cli", "run", str(scenario), "--out", str(run_dir)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert proc.returncode == 1, proc.stdout[-4000:] + proc.stderr[-2000:]
-    flagged = set(anomalies_by_checker(verdict_of(run_dir)))
+    run_dir, flagged = invalid_run(one_user_scenario(), tmp_path)
     assert "aborted_read" in flagged, flagged
 
     result = shrink_run(run_dir, BUDGET_S, console=Console(file=sys.stderr))
