@@ -301,10 +301,13 @@ def analyze(
         with _job(spark, "anomalies"):
             return _anomaly_results([f for mod in group for f in done[mod.NAME].frames], examples)
 
-    # the other checkers in their groups at once, each with its own anomaly job
+    # the other checkers in their groups at once, each with its own anomaly job; the side
+    # checkers (already run) get one too when they described frames rather than rows
     tc = time.perf_counter()
     with _adaptive(spark):
-        groups = (partial(judge, g) for g in SCHEDULE.groups)
+        side_frames = [f for m in SCHEDULE.side for f in done[m.NAME].frames]
+        groups = [partial(judge, g) for g in SCHEDULE.groups]
+        groups.append(partial(_side_anomalies, spark, side_frames, examples))
         counts, ex, anomaly_tl = merge(run_parallel(spark, *groups))
     timings["anomaly_job_s"] = time.perf_counter() - tc
     outputs = [done[mod.NAME] for mod in CHECKERS]
@@ -350,6 +353,16 @@ def analyze(
     if write:
         write_verdict(verdict, run_dir)
     return verdict
+
+
+def _side_anomalies(
+    spark: SparkSession, frames: list[DataFrame], examples: int
+) -> AnomalyResults:
+    """The anomaly job of the side checkers' frames (none: nothing to run)."""
+    if not frames:
+        return {}, [], []
+    with _job(spark, "anomalies"):
+        return _anomaly_results(frames, examples)
 
 
 def _check(

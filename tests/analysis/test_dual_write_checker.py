@@ -10,6 +10,8 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
+from txnchaos.analysis.analyze import analyze
+from txnchaos.analysis.pipeline import analyze as spark_analyze
 from txnchaos.analysis.reference import Item
 from txnchaos.harness.history.dual_write_db import (
     DbRowJson,
@@ -20,6 +22,7 @@ from txnchaos.harness.history.dual_write_db import (
 from txnchaos.harness.history.errors import RunDirError
 from txnchaos.harness.history.final_state import FinalState, write_final_state
 
+from .engine_support import assert_same_verdict
 from .history_builder import E, H
 from .reference_support import canonical, reference_judgement, spark_judgement
 
@@ -151,6 +154,10 @@ def test_spark_and_reference_agree_and_find_the_injections(
     unknown, rows = ref[NAME]
     assert unknown is None
     assert _counts(rows) == run.expected
+    # and through the whole pipelines: the verdicts count the same anomalies
+    spark_verdict = spark_analyze(tmp_path, spark=spark, write=False)
+    assert_same_verdict(spark_verdict, analyze(tmp_path, engine="reference", write=False))
+    assert spark_verdict.checkers[NAME].counts == run.expected
 
 
 def test_an_agreeing_run_is_clean(spark: SparkSession, tmp_path: Path) -> None:
