@@ -355,9 +355,7 @@ def analyze(
     return verdict
 
 
-def _side_anomalies(
-    spark: SparkSession, frames: list[DataFrame], examples: int
-) -> AnomalyResults:
+def _side_anomalies(spark: SparkSession, frames: list[DataFrame], examples: int) -> AnomalyResults:
     """The anomaly job of the side checkers' frames (none: nothing to run)."""
     if not frames:
         return {}, [], []
