@@ -507,6 +507,9 @@ def _last_json_line(path: Path) -> dict[str, Any] | None:
 
 def run_scenario(scenario: Scenario, options: RunOptions, console: Console | None = None) -> int:
     console = console or Console()
-    if shutil.which("java") is None and options.analyze:
-        console.print("[yellow]java is not installed: the analysis (PySpark) will fail[/]")
+    if shutil.which("java") is None and options.analyze and options.engine != "reference":
+        console.print(
+            "[yellow]java is not installed: a run judged by PySpark (a large history, "
+            "--engine spark or --master) will fail to be judged[/]"
+        )
     return Orchestrator(scenario, options, console).run()

@@ -182,6 +182,7 @@ class ProducerClient(RecordingProducer):
         padding_bytes: int = 0,
         producer_factory: Callable[[dict[str, Any]], Any] = Producer,
         group_id: str | None = None,
+        stopping: Callable[[], bool] | None = None,
     ) -> None:
         super().__init__(
             writer,
@@ -190,6 +191,7 @@ class ProducerClient(RecordingProducer):
             request_type=request_type,
             padding_bytes=padding_bytes,
             group_id=group_id,
+            stopping=stopping,
         )
         self.executor: Executor = executor or DirectExecutor()
         self._conf = dict(conf)

@@ -81,6 +81,7 @@ class OurProducerClient(RecordingProducer):
         request_type: str = "txn",
         padding_bytes: int = 0,
         group_id: str | None = None,
+        stopping: Callable[[], bool] | None = None,
         loop: LoopThread | None = None,
         producer_factory: Callable[[ProducerConfig], Producer] = Producer,
     ) -> None:
@@ -91,6 +92,7 @@ class OurProducerClient(RecordingProducer):
             request_type=request_type,
             padding_bytes=padding_bytes,
             group_id=group_id,
+            stopping=stopping,
         )
         self.loop = loop or LoopThread.shared()
         self.producer: Producer | None = self.loop.call(lambda: producer_factory(config))

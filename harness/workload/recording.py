@@ -15,7 +15,8 @@ Outcome rules (Jepsen's ok / fail / info), by the error's :class:`ErrorClass`:
   ``fail``; the transaction must then be aborted, or the producer reset when fatal.
 * commit: ``ok``; ``fail`` when the error requires an abort (the transaction did not commit;
   the abort is then recorded as its own op); a retriable error is retried up to ``retries``
-  times inside the same op and is ``info`` if none settles it; any other error is ``info``
+  times inside the same op (none once the run stops its users) and is ``info`` if none
+  settles it; any other error is ``info``
   (EndTxn may have reached the coordinator) and the producer must be recreated.
 * abort: ``ok``; retriable errors retried; otherwise ``info`` and the producer is reset.
 """
@@ -130,8 +131,11 @@ class RecordingProducer(ABC):
         request_type: str,
         padding_bytes: int,
         group_id: str | None,
+        stopping: Callable[[], bool] | None = None,
     ) -> None:
         self.writer = writer
+        #: The run is stopping its users: retriable commit/abort errors are not retried.
+        self.stopping = stopping or (lambda: False)
         # A copier's producer: its ops carry the consumer group, so the analysis can
         # tie outputs to the group whose offsets commit with them.
         self.group_id = group_id
@@ -341,7 +345,7 @@ class RecordingProducer(ABC):
                     self._finish(op, "commit", Outcome.FAIL, failure.text)
                     self.abort(txn, timeout_s, retries)
                     return Outcome.FAIL
-                if failure.error_class == ErrorClass.RETRIABLE and attempt < retries:
+                if self._retry(failure, attempt, retries):
                     attempt += 1
                     continue
                 self.ids_may_change()
@@ -351,6 +355,14 @@ class RecordingProducer(ABC):
             self.open_txn = None
             self._finish(op, "commit", Outcome.OK)
             return Outcome.OK
+
+    def _retry(self, failure: Failure, attempt: int, retries: int) -> bool:
+        """Retry a commit or abort: a retriable error, retries left, the run not stopping."""
+        return (
+            failure.error_class == ErrorClass.RETRIABLE
+            and attempt < retries
+            and not self.stopping()
+        )
 
     def abort(self, txn: int, timeout_s: float, retries: int) -> Outcome:
         """abort_transaction (ABORT op).  Raises :class:`ProducerReset` if it cannot settle."""
@@ -362,7 +374,7 @@ class RecordingProducer(ABC):
                 self._call_abort(timeout_s)
             except Exception as e:
                 failure = self._failure(e)
-                if failure.error_class == ErrorClass.RETRIABLE and attempt < retries:
+                if self._retry(failure, attempt, retries):
                     attempt += 1
                     continue
                 self._finish(op, "abort", Outcome.INFO, failure.text)

@@ -43,6 +43,7 @@ import json
 import logging
 import signal
 import sys
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
@@ -171,6 +172,7 @@ class WorkloadRunner:
         if load_shape is not None:  # the most users the shape ever runs
             self.user_count = load_shape.users_at_level(self.config, load_shape.peak_level())
         self.spawn_rate = spawn_rate or max(1.0, float(self.user_count))
+        self.stopping = threading.Event()  # set when locust starts stopping the users
         ctx = WorkerContext(
             config=self.config,
             run_dir=self.run_dir,
@@ -179,6 +181,7 @@ class WorkloadRunner:
             seed=seed,
             flush_every=flush_every,
             fsync=fsync,
+            stopping=self.stopping.is_set,
         )
         shape = (
             ScenarioShape(load_shape, self.config, self.spawn_rate)
@@ -188,6 +191,7 @@ class WorkloadRunner:
         self.env = Environment(
             user_classes=list(self.user_classes), stop_timeout=stop_timeout_s, shape_class=shape
         )
+        self.env.events.test_stopping.add_listener(lambda **_: self.stopping.set())
         self.env.txnchaos = WorkloadRuntime(  # type: ignore[attr-defined]
             ctx=ctx, names=NameAllocator(self.run_dir), abort_open_on_stop=abort_open_on_stop
         )

@@ -76,6 +76,10 @@ class NameAllocator:
 # -- context ----------------------------------------------------------------------------------
 
 
+def _never() -> bool:
+    return False
+
+
 def _noop_reporter(_rt: str, _n: str, _ms: float, _e: BaseException | None) -> None:
     return None
 
@@ -93,6 +97,10 @@ class WorkerContext:
     #: Lines buffered by the history writer before a flush (1 = every line).
     flush_every: int = 1
     fsync: bool = False
+    #: True once the run asks its users to stop: producers then stop retrying a commit or
+    #: an abort (the outcome is recorded unknown), so a cluster that never completes a
+    #: transaction cannot hold the stop for minutes of retries.
+    stopping: Callable[[], bool] = _never
     #: Client constructors (tests substitute fakes).
     producer_factory: Callable[[dict[str, Any]], Any] = Producer
     consumer_factory: Callable[[dict[str, Any]], Any] = Consumer
@@ -155,6 +163,7 @@ class Worker(ABC):
             padding_bytes=self.spec.padding_bytes,
             producer_factory=self.ctx.producer_factory,
             group_id=group_id,
+            stopping=self.ctx.stopping,
         )
 
     def start(self) -> None:

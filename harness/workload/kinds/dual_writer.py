@@ -54,7 +54,8 @@ def two_phase_client(
     writer: HistoryWriter,
     reporter: Reporter | None = None,
 ) -> TwoPhaseProducerClient:
-    """Our 2PC producer for a dual writer, recording into ``writer``."""
+    """Our 2PC producer for a dual writer, recording into ``writer``. It keeps retrying
+    while the run stops (no ``stopping``): a 2PC transaction given up on never times out."""
     from ..dual_write.two_phase_client import TwoPhaseProducerClient
     from ..ours import our_config
 

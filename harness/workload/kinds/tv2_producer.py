@@ -97,6 +97,7 @@ def our_producer(
         request_type=worker.request_type,
         padding_bytes=worker.spec.padding_bytes,
         group_id=group_id,
+        stopping=worker.ctx.stopping,
     )
 
 

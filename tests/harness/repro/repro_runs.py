@@ -1,6 +1,7 @@
 """Running a catalogue entry as a user does (`txnchaos repro NAME`, a subprocess: real
 nodes, real confluent-kafka clients, the real analysis) and holding each configuration's
-verdict to the entry's prediction."""
+verdict to the entry's prediction. `repro` judges these short runs with the reference
+checkers; each run is judged again with PySpark, and the two verdicts must be the same."""
 
 from __future__ import annotations
 
@@ -8,9 +9,14 @@ import json
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from tests.analysis.engine_support import assert_same_verdict
+from txnchaos.analysis.analyze import analyze
 from txnchaos.harness.repro.catalogue import SHIPPED, load_catalogue
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 
 def run_entry(name: str, out: Path, config: str | None = None) -> dict[str, dict[str, Any]]:
@@ -30,9 +36,13 @@ def run_entry(name: str, out: Path, config: str | None = None) -> dict[str, dict
     return {o["configuration"]: o for o in result["outcomes"]}
 
 
-def assert_as_predicted(name: str, out: Path, outcomes: dict[str, dict[str, Any]]) -> None:
+def assert_as_predicted(
+    name: str, out: Path, outcomes: dict[str, dict[str, Any]], spark: SparkSession
+) -> None:
     """Every configuration of the entry ran; the bug ones are invalid with (at least) the
-    predicted checkers flagging, the defended ones valid; each left its verdict."""
+    predicted checkers flagging, the defended ones valid; each left its verdict, and Spark
+    judges each run as the reference did."""
+
     entry = load_catalogue(SHIPPED)[name]
     assert set(outcomes) == set(entry.spec.configurations)
     verdicts = {c.expect.verdict for c in entry.spec.configurations.values()}
@@ -43,7 +53,16 @@ def assert_as_predicted(name: str, out: Path, outcomes: dict[str, dict[str, Any]
         assert set(config.expect.anomalies) <= set(o["anomalies"]), o
         if config.expect.verdict == "valid":
             assert not o["anomalies"], o
-        assert (out / config_name / "verdict.json").is_file()
+        assert_engines_agree(out / config_name, spark)
+
+
+def assert_engines_agree(run_dir: Path, spark: SparkSession) -> None:
+    """The run was judged by the reference checkers, and Spark's verdict is the same."""
+    from txnchaos.analysis.pipeline import analyze as spark_analyze
+
+    assert json.loads((run_dir / "verdict.json").read_text())["engine"] == "reference"
+    reference = analyze(run_dir, engine="reference", write=False)
+    assert_same_verdict(spark_analyze(run_dir, spark=spark, write=False), reference)
 
 
 #: Entries the suite runs whole, every configuration, by the kind of bug (one test file each,

@@ -158,3 +158,31 @@ def test_both_clients_record_the_same_history(tmp_path: Path) -> None:
         ("begin", "ok"),
         ("commit", "info"),
     ]
+
+
+@pytest.mark.parametrize("library", ["confluent", "ours"])
+def test_a_stopping_run_does_not_retry_a_commit_or_an_abort(
+    library: str, tmp_path: Path
+) -> None:
+    """Once the run stops its users, a retriable commit or abort error is not retried: the
+    op is recorded unknown and the producer reset (a cluster that never completes the
+    transaction would otherwise hold the stop for every retry's timeout)."""
+    c = Client(library, tmp_path)
+    stopping = [False]
+    c.client.stopping = lambda: stopping[0]
+    p = c.client
+    p.init(5)
+    c.script("commit_transaction", "retriable", None)
+    p.begin(0)
+    assert p.commit(0, 5, 2).value == "ok"  # retried while the run goes on
+    stopping[0] = True
+    for call, end in (("commit_transaction", p.commit), ("abort_transaction", p.abort)):
+        c.script(call, "retriable", None)
+        p.begin(1)
+        with pytest.raises(ProducerReset):
+            end(1, 5, 2)
+        assert c.fake.script[call] == [None], "retried although the run is stopping"
+    p.close()
+    c.writer.close()
+    ends = [(t, o) for t, o, *_ in ops(tmp_path) if t in ("commit", "abort")]
+    assert ends == [("commit", "ok"), ("commit", "info"), ("abort", "info")]
