@@ -161,9 +161,7 @@ def test_both_clients_record_the_same_history(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("library", ["confluent", "ours"])
-def test_a_stopping_run_does_not_retry_a_commit_or_an_abort(
-    library: str, tmp_path: Path
-) -> None:
+def test_a_stopping_run_does_not_retry_a_commit_or_an_abort(library: str, tmp_path: Path) -> None:
     """Once the run stops its users, a retriable commit or abort error is not retried: the
     op is recorded unknown and the producer reset (a cluster that never completes the
     transaction would otherwise hold the stop for every retry's timeout)."""
