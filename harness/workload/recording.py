@@ -16,9 +16,10 @@ Outcome rules (Jepsen's ok / fail / info), by the error's :class:`ErrorClass`:
 * commit: ``ok``; ``fail`` when the error requires an abort (the transaction did not commit;
   the abort is then recorded as its own op); a retriable error is retried up to ``retries``
   times inside the same op (none once the run stops its users) and is ``info`` if none
-  settles it; any other error is ``info``
-  (EndTxn may have reached the coordinator) and the producer must be recreated.
-* abort: ``ok``; retriable errors retried; otherwise ``info`` and the producer is reset.
+  settles it; any other error is ``info`` (EndTxn may have reached the coordinator) and the
+  producer must be recreated.
+* abort: ``ok``; retriable errors retried (not once the run stops its users); otherwise
+  ``info`` and the producer is reset.
 """
 
 from __future__ import annotations
