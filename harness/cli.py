@@ -32,8 +32,10 @@ from .repro.cli import repro_command
 from .run.worker_cli import worker_command
 from .shrink.cli import shrink_command
 from .transactions_tool.command import transactions_command
+from .transactions_tool.command_config import command_config_option
 
 if TYPE_CHECKING:
+    from ..cluster.security.sasl import SaslCredentials
     from .run.scenario import Scenario
 
 #: a directory option: a file there is refused up front (it may not exist yet)
@@ -366,11 +368,18 @@ def cluster_status(state_file: Path | None, data_dir: Path | None) -> None:
 @_target_options
 @click.option("--set", "changes", multiple=True, metavar="FEATURE=LEVEL", help="New level.")
 @click.option("--validate-only", is_flag=True, help="Check the change without making it.")
+@command_config_option
 def cluster_features(
-    state_file: Path | None, data_dir: Path | None, changes: tuple[str, ...], validate_only: bool
+    state_file: Path | None,
+    data_dir: Path | None,
+    changes: tuple[str, ...],
+    validate_only: bool,
+    command_config: SaslCredentials | None,
 ) -> None:
     """Show the finalized features (transaction.version), or change them with
-    UpdateFeatures (a lower level is sent as a safe downgrade)."""
+    UpdateFeatures (a lower level is sent as a safe downgrade). On a SASL cluster, log in
+    with --command-config (an admin: UpdateFeatures needs ALTER on the cluster)."""
+    from ..cluster.net.client import PeerAuthenticationFailed
     from .features_admin import FeatureChangeRefused, features
 
     wanted: dict[str, int] = {}
@@ -381,11 +390,14 @@ def cluster_features(
         wanted[name.strip()] = int(level)
     local = _load(state_file, data_dir)
     try:
-        result = features(local.state()["bootstrap"], wanted, validate_only)
+        result = features(local.state()["bootstrap"], wanted, validate_only, command_config)
     except FeatureChangeRefused as exc:
         raise InputError(f"update refused: {exc}") from exc
+    except PeerAuthenticationFailed as exc:
+        raise InputError(f"SASL authentication failed: {exc}") from exc
     except OSError as exc:
-        raise InputError(f"cluster not reachable: {exc}") from exc
+        hint = "" if command_config else " (a SASL cluster: log in with --command-config FILE)"
+        raise InputError(f"cluster not reachable: {exc}{hint}") from exc
     click.echo(json.dumps(result.to_json(), indent=2))
 
 

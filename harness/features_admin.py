@@ -12,6 +12,7 @@ from ..cluster.features import SAFE_DOWNGRADE, UPGRADE
 from ..cluster.net.client import PeerConnection
 from ..cluster.protocol.build import make
 from ..cluster.protocol.codec import request_class
+from ..cluster.security.sasl import SaslCredentials
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,9 +55,11 @@ async def _describe(conn: PeerConnection) -> FeatureState:
     )
 
 
-async def _run(bootstrap: str, changes: dict[str, int], validate_only: bool) -> FeatureState:
+async def _run(
+    bootstrap: str, changes: dict[str, int], validate_only: bool, sasl: SaslCredentials | None
+) -> FeatureState:
     host, port = _split(bootstrap)
-    conn = PeerConnection(host, port, client_id="txnchaos-features")
+    conn = PeerConnection(host, port, client_id="txnchaos-features", sasl=sasl)
     try:
         state = await _describe(conn)
         if not changes:
@@ -81,7 +84,11 @@ async def _run(bootstrap: str, changes: dict[str, int], validate_only: bool) -> 
 
 
 def features(
-    bootstrap: str, changes: dict[str, int] | None = None, validate_only: bool = False
+    bootstrap: str,
+    changes: dict[str, int] | None = None,
+    validate_only: bool = False,
+    sasl: SaslCredentials | None = None,
 ) -> FeatureState:
-    """The cluster's features after applying ``changes`` (name -> level), if any."""
-    return asyncio.run(_run(bootstrap, dict(changes or {}), validate_only))
+    """The cluster's features after applying ``changes`` (name -> level), if any, logged in
+    with ``sasl`` (None: PLAINTEXT)."""
+    return asyncio.run(_run(bootstrap, dict(changes or {}), validate_only, sasl))

@@ -15,37 +15,17 @@ from ...cluster.security.sasl import SaslCredentials
 from ..cli_input import InputError, check_bootstrap
 from . import output, verbs
 from .admin import AdminClient, AdminError, Unreachable
-from .command_config import CommandConfigError, load_command_config
+from .command_config import command_config_option
 
 T = TypeVar("T")
 BROKER = click.IntRange(min=0)
 OFFSET = click.IntRange(min=0)
 
 
-def _command_config(
-    ctx: click.Context, param: click.Parameter, value: Path | None
-) -> SaslCredentials | None:
-    """Read at parse time, so a bad file exits 2 before any connection is tried."""
-    if value is None:
-        return None
-    try:
-        return load_command_config(value)
-    except CommandConfigError as exc:
-        raise click.BadParameter(str(exc), ctx, param) from exc
-
-
 def _target(f: Callable[..., None]) -> Callable[..., None]:
     """``--bootstrap HOST:PORT`` or ``--state FILE``, ``--command-config FILE`` and ``--json``."""
     f = click.option("--json", "as_json", is_flag=True, help="JSON output, for scripts.")(f)
-    f = click.option(
-        "--command-config",
-        type=click.Path(dir_okay=False, path_type=Path),
-        default=None,
-        callback=_command_config,
-        metavar="FILE",
-        help="Client properties (security.protocol, sasl.mechanism, sasl.jaas.config or "
-        "sasl.username/sasl.password), as Kafka's tools take them.",
-    )(f)
+    f = command_config_option(f)
     f = click.option(
         "--state",
         "state_file",

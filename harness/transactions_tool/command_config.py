@@ -3,7 +3,11 @@ security settings the admin connections log in with."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
+
+import click
 
 from ...cluster.security.sasl import JaasConfig, SaslConfigError, SaslCredentials
 from ..client_security import sasl_credentials
@@ -15,6 +19,9 @@ SUPPORTED = (
     "sasl.username",
     "sasl.password",
 )
+
+
+F = TypeVar("F", bound=Callable[..., object])
 
 
 class CommandConfigError(ValueError):
@@ -79,3 +86,29 @@ def load_command_config(path: Path) -> SaslCredentials | None:
         )
     except SaslConfigError as exc:
         raise CommandConfigError(f"{path}: {exc}") from exc
+
+
+def _read_at_parse_time(
+    ctx: click.Context, param: click.Parameter, value: Path | None
+) -> SaslCredentials | None:
+    """Read at parse time, so a bad file exits 2 before any connection is tried."""
+    if value is None:
+        return None
+    try:
+        return load_command_config(value)
+    except CommandConfigError as exc:
+        raise click.BadParameter(str(exc), ctx, param) from exc
+
+
+def command_config_option(f: F) -> F:
+    """``--command-config FILE``: the command's parameter ``command_config`` gets the
+    credentials (None: PLAINTEXT)."""
+    return click.option(
+        "--command-config",
+        type=click.Path(dir_okay=False, path_type=Path),
+        default=None,
+        callback=_read_at_parse_time,
+        metavar="FILE",
+        help="Client properties (security.protocol, sasl.mechanism, sasl.jaas.config or "
+        "sasl.username/sasl.password), as Kafka's tools take them.",
+    )(f)

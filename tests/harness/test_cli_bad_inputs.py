@@ -276,6 +276,10 @@ CASES: list[tuple[list[str], str]] = [
     (["nightly", SMOKE, "--runs", "1", "--out", "{binary}"], "--out"),
     (["cluster", "features", "--state", "{missing}"], "{missing}"),
     (["cluster", "features", "--state", "{missing}", "--set", "noequals"], "'noequals'"),
+    (
+        ["cluster", "features", "--data-dir", "{layout}", "--command-config", "{missing}"],
+        "{missing}",
+    ),
     (["cluster", "down", "--state", "{empty}"], "--state"),
     (["cluster", "down", "--data-dir", "{empty}"], "{empty} has no cluster.json"),
     (["cluster", "down"], "--state FILE or --data-dir DIR"),

@@ -547,3 +547,35 @@ def test_the_transactions_tool_logs_in_with_a_command_config(
     assert refused.exit_code == 2
     assert refused.stderr.count("\n") == 1
     assert "SASL authentication" in refused.stderr and "Invalid user credentials" in refused.stderr
+
+
+def test_cluster_features_logs_in_with_a_command_config(
+    sasl_cluster: LocalCluster, tmp_path: Path
+) -> None:
+    """``cluster features --command-config``: the super user may change transaction.version
+    (validate-only here), alice is refused it by the ACLs, no credentials get a clear error."""
+
+    def features(*extra: str) -> Any:
+        args = ["cluster", "features", "--data-dir", str(sasl_cluster.data_dir), *extra]
+        return CliRunner().invoke(txnchaos, args)
+
+    def login(user: str) -> str:
+        path = tmp_path / f"{user}.properties"
+        path.write_text(
+            "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=SCRAM-SHA-512\n"
+            f"sasl.username={user}\nsasl.password={PASSWORDS[user]}\n"
+        )
+        return str(path)
+
+    shown = features("--command-config", login("admin"))
+    assert shown.exit_code == 0, shown.output
+    level = json.loads(shown.stdout)["features"]["transaction.version"]["finalized"]
+    change = ("--set", f"transaction.version={level}", "--validate-only")
+    assert features("--command-config", login("admin"), *change).exit_code == 0
+    refused = features("--command-config", login("alice"), *change)
+    assert refused.exit_code == 2 and "update refused" in refused.stderr, refused.output
+    assert "CLUSTER_AUTHORIZATION_FAILED" in refused.stderr
+    anonymous = features(*change)
+    assert anonymous.exit_code == 2, anonymous.output
+    assert anonymous.stderr.count("\n") == 1, anonymous.stderr
+    assert "--command-config" in anonymous.stderr
