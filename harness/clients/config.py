@@ -36,16 +36,22 @@ class Misbehavior:
     skip_epoch_bump: bool = False
 
 
+#: librdkafka's and Kafka's default transaction.timeout.ms
+DEFAULT_TRANSACTION_TIMEOUT_MS = 60_000
+
+
 @dataclass(frozen=True)
 class ProducerConfig:
     bootstrap: str
     client_id: str = "txnchaos-producer"
     #: None: an idempotent (non-transactional) producer.
     transactional_id: str | None = None
-    transaction_timeout_ms: int = 60_000
+    #: None: 60 s (``DEFAULT_TRANSACTION_TIMEOUT_MS``); see ``transaction_timeout``.
+    transaction_timeout_ms: int | None = None
     #: KIP-939: take part in an external two-phase commit (InitProducerId v6 Enable2Pc):
-    #: the coordinator never times our transactions out (``transaction_timeout_ms`` is not
-    #: used), and ``prepare_transaction`` is allowed.
+    #: the coordinator never times our transactions out, so setting
+    #: ``transaction_timeout_ms`` too is an error (seed 003), and ``prepare_transaction``
+    #: is allowed.
     enable_two_phase_commit: bool = False
     #: None: the cluster's finalized transaction.version; 0/1/2 forces the protocol.
     transaction_version: int | None = None
@@ -75,7 +81,19 @@ class ProducerConfig:
             raise ValueError(
                 f"transaction_version must be 0, 1, 2 or None, not {self.transaction_version}"
             )
-        if self.transaction_timeout_ms <= 0 or self.request_timeout_ms <= 0:
+        if self.transaction_timeout <= 0 or self.request_timeout_ms <= 0:
             raise ValueError("timeouts must be positive")
         if self.enable_two_phase_commit and self.transactional_id is None:
             raise ValueError("enable_two_phase_commit needs a transactional_id")
+        if self.enable_two_phase_commit and self.transaction_timeout_ms is not None:
+            raise ValueError(
+                "transaction_timeout_ms cannot be set with enable_two_phase_commit: a "
+                "two-phase-commit transaction never times out (KIP-939)"
+            )
+
+    @property
+    def transaction_timeout(self) -> int:
+        """The transaction timeout InitProducerId asks for, in ms."""
+        if self.transaction_timeout_ms is None:
+            return DEFAULT_TRANSACTION_TIMEOUT_MS
+        return self.transaction_timeout_ms

@@ -167,7 +167,7 @@ class TxnRequests:
         def body(conn: NodeConnection) -> tuple[dict[str, Any], int | None]:
             fields: dict[str, Any] = {
                 "transactional_id": self.txn_id,
-                "transaction_timeout": self.config.transaction_timeout_ms,
+                "transaction_timeout": self.config.transaction_timeout,
                 "producer_id": -1,
                 "producer_epoch": -1,
             }

@@ -35,6 +35,7 @@ from ..clients import (
     RetriableError,
 )
 from ..clients.bridge import LoopThread
+from ..clients.config import DEFAULT_TRANSACTION_TIMEOUT_MS
 from ..history.schema import Outcome
 from ..history.writer import HistoryWriter, Op
 from .recording import (
@@ -251,12 +252,13 @@ def our_config(
     A request gives up after half the transaction timeout (5-30 s): one that waits longer
     (a connection parked by the fault proxy while its node is down) only finds its
     transaction aborted by the coordinator."""
-    txn_timeout_ms = int(conf.get("transaction.timeout.ms", 60_000))
+    set_timeout = conf.get("transaction.timeout.ms")
+    txn_timeout_ms = int(set_timeout or DEFAULT_TRANSACTION_TIMEOUT_MS)
     return ProducerConfig(
         bootstrap=str(conf["bootstrap.servers"]),
         client_id=str(conf.get("client.id", "txnchaos-producer")),
         transactional_id=conf.get("transactional.id"),
-        transaction_timeout_ms=txn_timeout_ms,
+        transaction_timeout_ms=None if set_timeout is None else int(set_timeout),
         request_timeout_ms=min(30_000, max(5_000, txn_timeout_ms // 2)),
         transaction_version=transaction_version,
         linger_ms=float(conf.get("linger.ms", 5)),

@@ -168,7 +168,7 @@ def test_two_phase_transaction_outlives_every_timeout(bootstrap: str) -> None:
     create_topic(bootstrap, topic, 2)
 
     async def main() -> None:
-        p = two_pc(bootstrap, txn_id, transaction_timeout_ms=100)  # ignored under 2PC
+        p = two_pc(bootstrap, txn_id)
         await p.init_transactions(30)
         await p.begin_transaction()
         p.send(topic, 0, b"long")

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, NoReturn
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from ...history.schema import encode_value
 from ..clients import ClientError, ProducerReset, chance
@@ -38,11 +38,23 @@ class DualWriterSpec(TransactionalProducerSpec):
     """A ``transactional_producer`` whose transactions also write rows to a database, with
     KIP-939 two-phase commit (needs the cluster setting transaction.two.phase.commit.enable).
     ``abort_probability``: transactions abandoned before prepare (database rolled back,
-    Kafka aborted); ``transaction_timeout_ms`` is not used (2PC transactions never time out)."""
+    Kafka aborted); ``transaction_timeout_ms`` cannot be set (2PC transactions never time
+    out: seed 003 makes setting it an error)."""
 
     kind: Literal["dual_writer"] = "dual_writer"  # type: ignore[assignment]
     transaction_version: TransactionVersion = None
     database: DatabaseSpec = Field(default_factory=DatabaseSpec)
+    transaction_timeout_ms: None = None  # type: ignore[assignment]
+
+    @field_validator("transaction_timeout_ms", mode="before")
+    @classmethod
+    def _no_transaction_timeout(cls, value: object) -> None:
+        if value is not None:
+            raise ValueError(
+                "transaction_timeout_ms cannot be set on a dual_writer: its two-phase-commit "
+                "transactions never time out (KIP-939)"
+            )
+        return None
 
 
 def two_phase_client(
@@ -63,7 +75,6 @@ def two_phase_client(
         "bootstrap.servers": bootstrap,
         "client.id": client_id,
         "transactional.id": transactional_id,
-        "transaction.timeout.ms": spec.transaction_timeout_ms,
         "linger.ms": 5,
         **config.client_overrides(spec),
     }

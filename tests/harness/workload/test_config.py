@@ -80,6 +80,11 @@ def test_full_config_parses_with_defaults() -> None:
             "users.0.eos_copier",
             "must not be one of input_topics",
         ),
+        (
+            {"kind": "dual_writer", "topics": ["in"], "transaction_timeout_ms": 60000},
+            "users.0.dual_writer",
+            "transaction_timeout_ms cannot be set on a dual_writer",
+        ),
         ({"kind": "nonsense", "topics": ["in"]}, "users.0", "does not match any of the expected"),
         (
             {"kind": "idempotent_producer", "topics": ["in"], "name": "bad|name"},

@@ -309,3 +309,12 @@ async def test_producer_refuses_two_phase_calls_out_of_turn() -> None:
         p.send("topic", 0, b"v")
     with pytest.raises(ValueError, match="needs a transactional_id"):
         ProducerConfig("127.0.0.1:1", enable_two_phase_commit=True)
+    # seed 003: "it would be an error to set transaction.timeout.ms" with 2PC
+    with pytest.raises(ValueError, match="cannot be set with enable_two_phase_commit"):
+        ProducerConfig(
+            "127.0.0.1:1",
+            transactional_id="t",
+            enable_two_phase_commit=True,
+            transaction_timeout_ms=60_000,
+        )
+    assert ProducerConfig("127.0.0.1:1", transactional_id="t").transaction_timeout == 60_000
