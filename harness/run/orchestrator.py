@@ -42,7 +42,12 @@ from ..nemesis.executor import NemesisExecutor
 from ..nemesis.schedule import Targets, build_schedule
 from ..workload.dual_write.capture import capture_databases
 from ..workload.final_read import final_read, list_ends
-from ..workload.web import read_master_port, read_web_url
+from ..workload.web import (
+    MASTER_WAITS_FOR_WORKERS_S,
+    read_master_port,
+    read_started,
+    read_web_url,
+)
 from .progress import Progress
 from .scenario import Scenario, scenario_as_run
 
@@ -56,6 +61,9 @@ EXIT_HARNESS_FAILED = 2
 
 #: How long workers may take to stop their users once the master has quit (seconds).
 WORKER_STOP_TIMEOUT_S = 150
+#: how long a workload process may take to start its users (topics created, users spawned);
+#: a distributed master also waits up to MASTER_WAITS_FOR_WORKERS_S for its workers
+USERS_START_TIMEOUT_S = 60
 
 
 @dataclass
@@ -222,9 +230,10 @@ class Orchestrator:
         st.scraper = MetricsScraper(self.run_dir, metrics).start() if metrics() else None
         with self.progress.phase("starting the workload"):
             st.workload = self._start_workload(handle.bootstrap)
+            # schedule.json counts from the users' start (a master's: once its workers are
+            # in): the nemesis clock starts there, and the report places its actions by it
+            self.state.info["workload_started_ns"] = self._wait_users_started(st.workload)
             origin = time.monotonic()
-            # schedule.json counts from here: the report places its actions by it
-            self.state.info["workload_started_ns"] = time.time_ns()
             st.sampler = OffsetsSampler(
                 self.run_dir, handle.bootstrap, self.partitions, security=self.security
             )
@@ -276,6 +285,7 @@ class Orchestrator:
         cmd = self._workload_cmd(bootstrap)
         cmd += ["--duration", str(self.duration)]
         cmd += ["--stats-jsonl", str(self.run_dir / "workload-stats.jsonl")]
+        cmd += ["--started-file", str(self._started_file())]
         opts = self.options
         if opts.distributed:
             cmd += ["--master", "--expect-workers", str(opts.workers + opts.expect_workers)]
@@ -303,6 +313,32 @@ class Orchestrator:
             )
         finally:
             log_file.close()
+
+    def _started_file(self) -> Path:
+        return self.run_dir / "logs" / "workload.started"
+
+    def _wait_users_started(self, workload: subprocess.Popen[bytes]) -> int:
+        """The wall-clock ns at which the workload process started its users."""
+        wait_s = USERS_START_TIMEOUT_S + (
+            MASTER_WAITS_FOR_WORKERS_S if self.options.distributed else 0
+        )
+        deadline = time.monotonic() + wait_s
+        started = read_started(self._started_file())
+        while started is None:
+            if workload.poll() is not None:
+                raise RuntimeError(
+                    f"the workload exited with code {workload.returncode} before its users "
+                    f"started; see {self.run_dir / 'logs' / 'workload.log'}"
+                )
+            if time.monotonic() > deadline:
+                raise RuntimeError(
+                    f"the workload's users did not start within {wait_s:g} s; see "
+                    f"{self.run_dir / 'logs' / 'workload.log'}"
+                )
+            self._check_workers()
+            time.sleep(0.05)
+            started = read_started(self._started_file())
+        return started
 
     def _master_port_file(self) -> Path:
         return self.run_dir / "logs" / "master.port"

@@ -63,7 +63,13 @@ from .config import WorkloadConfig, load_workload
 from .load_shape import LoadShape
 from .topics import ensure_topics
 from .users import WorkloadRuntime, user_classes
-from .web import web_url, write_master_port, write_web_url
+from .web import (
+    MASTER_WAITS_FOR_WORKERS_S,
+    web_url,
+    write_master_port,
+    write_started,
+    write_web_url,
+)
 from .workers import NameAllocator, WorkerContext
 
 log = logging.getLogger(__name__)
@@ -147,6 +153,7 @@ class WorkloadRunner:
         stats_interval_s: float = 1.0,
         load_shape: LoadShape | None = None,
         master_port_file: str | Path | None = None,
+        started_file: str | Path | None = None,
     ) -> None:
         if mode not in ("local", "master", "worker"):
             raise ValueError(f"mode must be local, master or worker, not {mode!r}")
@@ -167,6 +174,7 @@ class WorkloadRunner:
         self.stats_interval_s = stats_interval_s
         self.load_shape = load_shape
         self.master_port_file = Path(master_port_file) if master_port_file else None
+        self.started_file = Path(started_file) if started_file else None
         self.user_classes = user_classes(self.config, load_shape)
         self.user_count = sum(u.fixed_count for u in self.user_classes)
         if load_shape is not None:  # the most users the shape ever runs
@@ -234,7 +242,7 @@ class WorkloadRunner:
         if self.stats_callback is not None:
             self._greenlets.append(gevent.spawn(self._stats_loop))
         if master is not None:
-            deadline = time.monotonic() + 120
+            deadline = time.monotonic() + MASTER_WAITS_FOR_WORKERS_S
             while master.worker_count < self.expect_workers:
                 if time.monotonic() > deadline:
                     raise TimeoutError(
@@ -245,6 +253,8 @@ class WorkloadRunner:
             runner.start_shape()
         elif self.user_count:
             runner.start(self.user_count, spawn_rate=self.spawn_rate)
+        if self.started_file is not None:  # the duration counts from here
+            write_started(self.started_file, time.time_ns())
 
     def _serve_web_ui(self, timeout_s: float = 30.0) -> None:
         """Start locust's web UI and wait until it listens; port 0 lets the OS pick one."""
@@ -391,6 +401,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--master-port-file", type=Path, help="write the master's port here")
     ap.add_argument("--expect-workers", type=int, default=1)
     ap.add_argument("--load-shape", type=Path, help="a load shape (JSON or YAML)")
+    ap.add_argument(
+        "--started-file",
+        type=Path,
+        help="write the time the users started here (a master: once its workers connected)",
+    )
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     from .config import WorkloadConfigError
@@ -429,6 +444,7 @@ def main(argv: list[str] | None = None) -> int:
         stats_callback=write_stats if stats_file else None,
         load_shape=shape,
         master_port_file=args.master_port_file,
+        started_file=args.started_file,
     )
     if mode == "worker":
         # SIGTERM / SIGINT: the same clean stop as the master's quit (users finish their task)

@@ -69,6 +69,10 @@ def read_web_url(path: Path) -> str | None:
         return None
 
 
+#: how long a distributed master waits for its workers to connect before it gives up
+MASTER_WAITS_FOR_WORKERS_S = 120
+
+
 def write_master_port(path: Path, port: int) -> None:
     """The port a distributed master's socket took (written whole, like the URL)."""
     write_web_url(path, str(port))
@@ -76,5 +80,17 @@ def write_master_port(path: Path, port: int) -> None:
 
 def read_master_port(path: Path) -> int | None:
     """The master's port, or None while it is not listening yet."""
+    text = read_web_url(path)
+    return int(text) if text else None
+
+
+def write_started(path: Path, time_ns: int) -> None:
+    """When the users started (wall-clock ns), written whole once the runner has started
+    them: an orchestrator starts its fault clock from it."""
+    write_web_url(path, str(time_ns))
+
+
+def read_started(path: Path) -> int | None:
+    """The users' start time the workload process wrote, or None while they have not."""
     text = read_web_url(path)
     return int(text) if text else None

@@ -13,6 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.conftest import child_commands
+from txnchaos.harness.workload.web import read_started
 
 from .test_run_smoke import alive, node_pids, txnchaos
 
@@ -58,7 +59,10 @@ def test_workers_write_histories_that_merge_and_the_verdict_has_percentiles(
     assert {f for f in files if f != "final-reader"} <= processes
     # the spike ran twice the writers the workload names
     assert len([f for f in files if f.startswith("writer-")]) == 4, files
-    assert json.loads((out / "run.json").read_text())["locust_master"].startswith("127.0.0.1:")
+    info = json.loads((out / "run.json").read_text())
+    assert info["locust_master"].startswith("127.0.0.1:")
+    # the fault clock and the report's time axis start when the master started the users
+    assert info["workload_started_ns"] == read_started(out / "logs" / "workload.started")
 
     verdict = json.loads((out / "verdict.json").read_text())
     assert verdict["status"] == "valid", verdict

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from txnchaos.harness.workload.web import read_started
+
 from .helpers import compacted
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
@@ -100,10 +102,13 @@ def test_web_ui_serves_on_loopback(
 
 
 def test_distributed_master_and_worker(wl_bootstrap: str, tmp_path: Path, uniq: str) -> None:
+    """The master's users run on a worker that connects late; the master says when the
+    users started (its --started-file), which is after the worker connected."""
     cfg = write_config(tmp_path, f"dist-{uniq}")
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = str(s.getsockname()[1])
+    started_file = tmp_path / "started"
     master = subprocess.Popen(
         runner_cmd(
             cfg,
@@ -116,11 +121,16 @@ def test_distributed_master_and_worker(wl_bootstrap: str, tmp_path: Path, uniq: 
             port,
             "--duration",
             "4",
+            "--started-file",
+            str(started_file),
         ),
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
     )
+    time.sleep(1.0)  # time for a master that did not wait for its worker to start users
+    assert read_started(started_file) is None
+    worker_launched_ns = time.time_ns()
     worker = subprocess.Popen(
         runner_cmd(cfg, wl_bootstrap, tmp_path / "worker", "--worker", "--master-port", port),
         stdout=subprocess.DEVNULL,
@@ -135,6 +145,8 @@ def test_distributed_master_and_worker(wl_bootstrap: str, tmp_path: Path, uniq: 
                 p.kill()
                 p.wait()
     assert master.returncode == 0
+    started_ns = read_started(started_file)
+    assert started_ns is not None and started_ns > worker_launched_ns
     stats = json.loads(out[out.index("{") :])
     assert stats["by_name"]["idempotent/send"]["requests"] > 0  # aggregated from the worker
     rows = compacted(tmp_path / "worker")
