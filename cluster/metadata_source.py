@@ -21,7 +21,7 @@ from kio.schema.errors import ErrorCode
 
 from .controller.controller import NODE_CLIENT_PREFIX, Controller
 from .metadata import NO_LEADER, ClusterView, NodeEndpoint, TopicMeta
-from .net.client import PeerConnection, PeerUnavailable
+from .net.client import STALL_PROBE_S, PeerConnection, PeerUnavailable
 from .protocol.build import make
 from .protocol.codec import request_class
 from .settings import NodeSettings
@@ -130,9 +130,14 @@ class RemoteMetadataSource:
         self.advertised_port = advertised_port
         self.settings = settings
         client_id = f"{NODE_CLIENT_PREFIX}{node_id}"
-        self.conn = PeerConnection(controller_host, controller_port, client_id=client_id)
+        # A lost Metadata response would hold the node's view (and every refresh queued
+        # behind it) for the request timeout: the connection probes a stalled request.
+        self.conn = PeerConnection(
+            controller_host, controller_port, client_id=client_id, stall_probe_s=STALL_PROBE_S
+        )
         # Heartbeats long-poll at the controller, so they get their own connection
-        # (a connection answers its requests in order).
+        # (a connection answers its requests in order; a probe would wait behind the poll,
+        # and the heartbeat's own short timeout bounds a lost answer).
         self.heartbeat_conn = PeerConnection(controller_host, controller_port, client_id=client_id)
         self._view = ClusterView(cluster_id="", controller_id=-1)
         self._epoch = 0

@@ -39,7 +39,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode as E
 
 from ..coordinator.placement import KEY_TYPE_TRANSACTION, CoordinatorPlacement
-from ..net.client import PeerConnection, PeerUnavailable
+from ..net.client import STALL_PROBE_S, PeerConnection, PeerUnavailable
 from ..protocol.build import make
 from ..protocol.codec import request_class
 
@@ -50,7 +50,6 @@ Errors = dict[TopicPartition, int]
 
 REQUEST_VERSION = 5  # AddPartitionsToTxn v4+: batched, VerifyOnly; v5: TRANSACTION_ABORTABLE
 REQUEST_TIMEOUT_S = 30.0
-STALL_PROBE_S = 1.0
 
 NETWORK_EXCEPTION = int(E.network_exception)
 INVALID_TXN_STATE = int(E.invalid_txn_state)

@@ -47,6 +47,9 @@ MAX_RESPONSE_BYTES = 2**31 - 1
 API_VERSIONS = 18
 MAX_PROBES = 64
 """Probes in flight on one connection at most (each stall period sends one)."""
+STALL_PROBE_S = 1.0
+"""How long the node-to-node connections that probe (``stall_probe_s``) let their oldest
+request go unanswered before they probe."""
 _CORRELATION = struct.Struct(">i")
 
 

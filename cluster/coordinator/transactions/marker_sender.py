@@ -54,7 +54,7 @@ from typing import Any, Protocol
 from kio.schema.errors import ErrorCode as E
 
 from ...metadata import NO_LEADER, ClusterView
-from ...net.client import PeerConnection, PeerUnavailable
+from ...net.client import STALL_PROBE_S, PeerConnection, PeerUnavailable
 from ...protocol.codec import request_class
 from ...server.eager import eager_task
 
@@ -189,7 +189,7 @@ class PeerMarkerTransport:
         *,
         client_id: str = "txnchaos-txn-coordinator",
         request_timeout_s: float = 10.0,
-        stall_probe_s: float = 1.0,
+        stall_probe_s: float = STALL_PROBE_S,
     ) -> None:
         self.node_address = node_address
         self.client_id = client_id

@@ -1,14 +1,17 @@
 """A response lost on a node-to-node link (the fault proxy drops it) must not hold later
 requests for the whole request timeout: the peer answers in order, so the next answer
-fails the lost request at once, and the connections of the broker's verifier and the
-coordinator's marker sender probe themselves when a request stalls, so what waits behind
-the lost request goes out soon instead of 30 s / 10 s later."""
+fails the lost request at once, and the connections of the broker's verifier, the
+coordinator's marker sender and a node's metadata link to the controller probe themselves
+when a request stalls, so what waits behind the lost request goes out soon instead of
+30 s / 10 s later."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+
+import pytest
 
 from tests.cluster.broker.test_txn_verifier import NETWORK_EXCEPTION, Coordinator
 from tests.cluster.coordinator.transactions.txn_support import async_test
@@ -21,13 +24,19 @@ from txnchaos.cluster.coordinator.transactions.marker_sender import (
     Outcome,
     PeerMarkerTransport,
 )
-from txnchaos.cluster.net.client import PeerConnection, PeerUnavailable
+from txnchaos.cluster.metadata_source import RemoteMetadataSource
+from txnchaos.cluster.net.client import STALL_PROBE_S, PeerConnection, PeerUnavailable
+from txnchaos.cluster.settings import NodeSettings
 from txnchaos.harness.faults.proxy import ProxyFleet
+from txnchaos.harness.launch.local import LocalCluster
 
 LIMIT = 10.0
 """Far below the request timeouts: a wait that reaches it means the lost response held
 the later requests."""
 assert LIMIT < REQUEST_TIMEOUT_S
+LOST_METADATA_LIMIT = 6.0
+"""Below the metadata request's 10 s timeout, well above STALL_PROBE_S."""
+assert STALL_PROBE_S < LOST_METADATA_LIMIT < 10.0
 
 
 async def until(condition: Callable[[], bool]) -> None:
@@ -146,3 +155,31 @@ async def test_markers_behind_a_lost_marker_response_go_out_and_complete() -> No
                 await sender.stop()
     finally:
         await peer.server.stop()
+
+
+@pytest.mark.integration
+@async_test
+async def test_a_lost_metadata_response_fails_its_refresh_within_the_probe(
+    fresh_cluster: LocalCluster,
+) -> None:
+    """A node's metadata connection to the controller (a real node here) probes a stalled
+    request: a dropped Metadata response fails that refresh in about STALL_PROBE_S, not the
+    10 s request timeout, and the next refresh gets the view."""
+    node = next(n for n in fresh_cluster.state()["nodes"] if n["id"] == 1)
+    async with proxied(int(node["port"]), "Metadata") as address:
+        source = RemoteMetadataSource(
+            node_id=7,
+            roles=frozenset({"broker"}),
+            advertised_host="127.0.0.1",
+            advertised_port=1,
+            controller_host=address[0],
+            controller_port=address[1],
+            settings=NodeSettings(),
+        )
+        try:
+            with pytest.raises(PeerUnavailable):
+                await asyncio.wait_for(source.refresh(), LOST_METADATA_LIMIT)
+            view = await asyncio.wait_for(source.refresh(), LOST_METADATA_LIMIT)
+            assert view.cluster_id
+        finally:
+            await source.stop()
