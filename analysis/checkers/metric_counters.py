@@ -12,6 +12,7 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from ...harness.history.schema import MetricName as M
+from ..reference.metric_rules import counter_violation
 from .base import CheckOutput, row
 from .context import CheckContext
 
@@ -124,34 +125,6 @@ def restart_note(
     )
 
 
-def verdict(
-    name: str, total: float, last: float | None, since: int | None, n: dict[str, int]
-) -> dict[str, Any] | None:
-    """The evidence of a violated counter rule, or None.  ``total``: every increase seen (for
-    the upper bound); ``last``: the last processes' counts (for the lower bound; None when it
-    is not checked)."""
-    commits = name == M.TXNS_COMMITTED.value
-    lower = n["ok_after"] if commits else n["aborted_after"]
-    upper = n["ok"] + n["info"]
-    if not (last is not None and last < lower) and not (commits and total > upper):
-        return None
-    ev: dict[str, Any] = {"metric": name, "reported_total": total}
-    if commits and last is not None:
-        ev["expected_range"] = [lower, upper]
-    elif commits:
-        ev["expected_at_most"] = upper
-    else:
-        ev["expected_at_least"] = lower
-    if commits:
-        ev["acknowledged_commits"] = n["ok"]
-        ev["unknown_outcome_commits"] = n["info"]
-    if since is not None:
-        ev["counted_after_ns"] = since
-        if last is not None:
-            ev["reported_by_last_processes"] = last
-    return ev
-
-
 def check_counters(ctx: CheckContext, out: CheckOutput, m: DataFrame) -> None:
     ss = series(m)
     if not ss:
@@ -179,7 +152,7 @@ def check_counters(ctx: CheckContext, out: CheckOutput, m: DataFrame) -> None:
             out.checked["committed_counter_lower" if commits else "aborted_counter"] = 1
         if commits:
             out.checked["committed_counter"] = 1
-        ev = verdict(name, sum(s.total for s in mine), last, since, n)
+        ev = counter_violation(name, sum(s.total for s in mine), last, since, n)
         if ev is not None:
             out.rows.append(row(NAME, "transaction_counters", info.get("ended_ns"), ev))
 

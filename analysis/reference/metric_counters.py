@@ -10,6 +10,7 @@ from typing import Any
 from ...harness.history.schema import MetricName as M
 from .hanging import RunFacts
 from .indexes import Indexes
+from .metric_rules import counter_violation
 from .rows import Judged, row
 
 NAME = "metrics"
@@ -181,25 +182,8 @@ def _judge_one(
         out.checked["aborted_counter"] = 1
     if commits:
         out.checked["committed_counter"] = 1
-    lower = n["ok_after"] if commits else n["aborted_after"]
-    upper = n["ok"] + n["info"]
-    too_low = last is not None and last < lower
-    too_high = commits and total > upper
-    if not (too_low or too_high):
+    ev = counter_violation(name, total, last, since, n)
+    if ev is None:
         return
-    ev: dict[str, Any] = {"metric": name, "reported_total": total}
-    if not commits:
-        ev["expected_at_least"] = lower
-    elif last is None:
-        ev["expected_at_most"] = upper
-    else:
-        ev["expected_range"] = [lower, upper]
-    if commits:
-        ev["acknowledged_commits"] = n["ok"]
-        ev["unknown_outcome_commits"] = n["info"]
-    if since is not None:
-        ev["counted_after_ns"] = since
-        if last is not None:
-            ev["reported_by_last_processes"] = last
     end = facts.info.get("ended_ns")
     out.rows.append(row(NAME, "transaction_counters", end, ev, as_json=False))

@@ -1,7 +1,8 @@
 """The metrics checker's rules (a)-(c) over metric samples, in plain Python: the reference
 (metrics.py beside this) reads the samples from the run, the Spark checker
 (analysis/checkers/metrics.py, whose docstring states the rules) collects them; both judge
-them here.  The transaction counters, (d), are in each engine's metric_counters.py."""
+them here.  The transaction counters, (d), are gathered by each engine's metric_counters.py
+and judged by ``counter_violation`` here."""
 
 from __future__ import annotations
 
@@ -140,3 +141,32 @@ def producer_id_count(
             "expected_at_most": upper,
         }
         out.rows.append(row(NAME, "producer_id_count", t, ev, as_json=False))
+
+
+def counter_violation(
+    name: str, total: float, last: float | None, since: int | None, n: dict[str, int]
+) -> dict[str, Any] | None:
+    """Rule (d): the evidence of a violated counter rule, or None.  ``total``: every increase
+    seen (for the upper bound); ``last``: the last processes' counts (for the lower bound;
+    None when it is not checked); ``since``: the restart cut-off of the lower bound; ``n``:
+    the history's counts (ok, info, ok_after, aborted, aborted_after)."""
+    commits = name == M.TXNS_COMMITTED.value
+    lower = n["ok_after"] if commits else n["aborted_after"]
+    upper = n["ok"] + n["info"]
+    if not (last is not None and last < lower) and not (commits and total > upper):
+        return None
+    ev: dict[str, Any] = {"metric": name, "reported_total": total}
+    if commits and last is not None:
+        ev["expected_range"] = [lower, upper]
+    elif commits:
+        ev["expected_at_most"] = upper
+    else:
+        ev["expected_at_least"] = lower
+    if commits:
+        ev["acknowledged_commits"] = n["ok"]
+        ev["unknown_outcome_commits"] = n["info"]
+    if since is not None:
+        ev["counted_after_ns"] = since
+        if last is not None:
+            ev["reported_by_last_processes"] = last
+    return ev
