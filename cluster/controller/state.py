@@ -5,10 +5,11 @@ is one JSON document written atomically (temp file + rename) before any change i
 from __future__ import annotations
 
 import json
-import os
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from ..storage.checkpoint import write_atomic
 
 
 @dataclass(slots=True)
@@ -98,12 +99,5 @@ class ControllerStore:
             raise RuntimeError(f"controller state {self.path} is unreadable: {exc}") from exc
 
     def save(self, state: ControllerState) -> None:
-        tmp = self.path.with_suffix(".tmp")
         data = json.dumps(state.to_json(), indent=1).encode()
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        try:
-            os.write(fd, data)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, self.path)
+        write_atomic(self.path, data)

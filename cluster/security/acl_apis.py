@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
 from collections import defaultdict
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -17,6 +16,7 @@ from typing import Any
 from ..net.client import PeerConnection, PeerUnavailable
 from ..protocol.build import make
 from ..protocol.codec import request_class
+from ..storage.checkpoint import write_atomic
 from .acl import AclBinding, AclFilter, InvalidAcl
 from .authorizer import Authorizer
 
@@ -41,15 +41,8 @@ class AclStore:
 
     def save(self, acls: set[AclBinding]) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_suffix(".tmp")
         data = json.dumps(sorted(b.to_json() for b in acls)).encode()
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        try:
-            os.write(fd, data)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, self.path)
+        write_atomic(self.path, data)
 
 
 def filter_of(f: Any) -> AclFilter:
