@@ -14,6 +14,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from ..coordinator.transactions.admin_api import error_state
 from ..protocol.codec import EncodedResponse
 from ..server.cluster_action import refuse_cluster_action
 from ..server.dispatch import Handler, RequestContext
@@ -481,16 +482,7 @@ async def describe_transactions(a: Access, ctx: RequestContext, req: Any, handle
         if not a.allowed(DESCRIBE, TXN, s.transactional_id):
             blank = ctx.respond(
                 transaction_states=[
-                    {
-                        "error_code": TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
-                        "transactional_id": s.transactional_id,
-                        "transaction_state": "",
-                        "transaction_timeout": 0,
-                        "transaction_start_time": -1,
-                        "producer_id": -1,
-                        "producer_epoch": -1,
-                        "topics": [],
-                    }
+                    error_state(s.transactional_id, TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
                 ]
             )
             states.append(blank.transaction_states[0])

@@ -63,11 +63,11 @@ class TransactionAdminApis:
         states = []
         for txn_id in request.transactional_ids:
             if self.c is None:
-                states.append(_error(txn_id, ErrorCode.not_coordinator))
+                states.append(error_state(txn_id, ErrorCode.not_coordinator))
                 continue
             d = self.c.describe(txn_id)
             if d.error:
-                states.append(_error(txn_id, d.error))
+                states.append(error_state(txn_id, d.error))
                 continue
             topics: dict[str, list[int]] = {}
             for topic, partition in d.partitions:
@@ -87,7 +87,8 @@ class TransactionAdminApis:
         return ctx.respond(throttle_time=0, transaction_states=states)
 
 
-def _error(txn_id: str, code: int) -> dict[str, Any]:
+def error_state(txn_id: str, code: int) -> dict[str, Any]:
+    """A DescribeTransactions entry for an id that cannot be described (``code``)."""
     return {
         "error_code": code,
         "transactional_id": txn_id,
