@@ -81,6 +81,13 @@ def error_name(code: int) -> str:
         return f"ERROR_{code}"
 
 
+def raise_for(error_code: Any, what: str) -> None:
+    """AdminError naming ``what`` and the error, when ``error_code`` is not NONE."""
+    code = int(error_code)
+    if code:
+        raise AdminError(f"{what}: {error_name(code)}", code)
+
+
 @dataclass(frozen=True, slots=True)
 class Broker:
     node_id: int
@@ -323,9 +330,7 @@ class AdminClient:
 
     async def _list_once(self, node: _Node, node_id: int, body: dict[str, Any], needs: int) -> Any:
         r = await node.send(API_LIST_TRANSACTIONS, body, min_version=needs)
-        if int(r.error_code):
-            code = int(r.error_code)
-            raise AdminError(f"ListTransactions on broker {node_id}: {error_name(code)}", code)
+        raise_for(r.error_code, f"ListTransactions on broker {node_id}")
         return r
 
     async def find_coordinator(self, transactional_id: str) -> tuple[int, str, int]:
@@ -342,12 +347,7 @@ class AdminClient:
             },
         )
         c = r.coordinators[0] if hasattr(r, "coordinators") else r
-        if int(c.error_code):
-            code = int(c.error_code)
-            raise AdminError(
-                f"FindCoordinator for transactional id {transactional_id!r}: {error_name(code)}",
-                code,
-            )
+        raise_for(c.error_code, f"FindCoordinator for transactional id {transactional_id!r}")
         return int(c.node_id), c.host, int(c.port)
 
     async def describe_transaction(self, transactional_id: str) -> TransactionDescription:
@@ -359,13 +359,9 @@ class AdminClient:
         node = await self._node(node_id, (host, port))
         r = await node.send(API_DESCRIBE_TRANSACTIONS, {"transactional_ids": [transactional_id]})
         (s,) = r.transaction_states
-        if int(s.error_code):
-            code = int(s.error_code)
-            raise AdminError(
-                f"DescribeTransactions for {transactional_id!r} on broker {node_id}: "
-                f"{error_name(code)}",
-                code,
-            )
+        raise_for(
+            s.error_code, f"DescribeTransactions for {transactional_id!r} on broker {node_id}"
+        )
         start: datetime.datetime | None = s.transaction_start_time
         return TransactionDescription(
             transactional_id=transactional_id,
@@ -406,13 +402,10 @@ class AdminClient:
                 "keep_prepared_txn": False,
             },
         )
-        if int(r.error_code):
-            code = int(r.error_code)
-            raise AdminError(
-                f"InitProducerId (force-terminate) for {transactional_id!r} on broker "
-                f"{node_id}: {error_name(code)}",
-                code,
-            )
+        raise_for(
+            r.error_code,
+            f"InitProducerId (force-terminate) for {transactional_id!r} on broker {node_id}",
+        )
         return int(r.producer_id), int(r.producer_epoch)
 
     # -- partitions (leaders or replicas) ------------------------------------------
