@@ -53,6 +53,29 @@ async def serving(limits: ConnectionLimits, max_frame: int = MIB) -> AsyncIterat
         await server.stop()
 
 
+@asynccontextmanager
+async def holding_metadata(
+    limits: ConnectionLimits,
+) -> AsyncIterator[tuple[KafkaServer, asyncio.Event]]:
+    """A server (ApiVersions and Metadata) whose Metadata requests wait until the yielded
+    event is set."""
+    registry = ApiRegistry()
+    server = KafkaServer(registry, limits=limits)
+    gate = asyncio.Event()
+
+    async def held_metadata(ctx: RequestContext, request: Any) -> Any:
+        await gate.wait()
+        return ctx.respond(throttle_time=0, brokers=[], topics=[])
+
+    registry.register(3, 0, 12, held_metadata, owner="test")
+    register_api_versions(registry, server)
+    await server.start()
+    try:
+        yield server, gate
+    finally:
+        await server.stop()
+
+
 async def answer(reader: asyncio.StreamReader) -> int:
     """The correlation id of the next ApiVersions response."""
     (size,) = struct.unpack(">i", await reader.readexactly(4))
@@ -183,18 +206,7 @@ def test_a_silent_connection_is_closed_after_connections_max_idle_ms() -> None:
 
 def test_queued_requests_past_the_limit_stop_reading_until_they_drain() -> None:
     async def scenario() -> None:
-        registry = ApiRegistry()
-        server = KafkaServer(registry, limits=ConnectionLimits(queued_max_requests=2))
-        gate = asyncio.Event()
-
-        async def held_metadata(ctx: RequestContext, request: Any) -> Any:
-            await gate.wait()
-            return ctx.respond(throttle_time=0, brokers=[], topics=[])
-
-        registry.register(3, 0, 12, held_metadata, owner="test")
-        register_api_versions(registry, server)
-        await server.start()
-        try:
+        async with holding_metadata(ConnectionLimits(queued_max_requests=2)) as (server, gate):
             reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
             metadata = make(request_class(3, 1), topics=[])
             writer.write(encode_request(100, metadata, "t"))
@@ -209,8 +221,6 @@ def test_queued_requests_past_the_limit_stop_reading_until_they_drain() -> None:
             await until(lambda: server.queue.queued == 0, "drained")
             assert not conn._read_stops
             writer.close()
-        finally:
-            await server.stop()
 
     run(scenario())
 
@@ -222,18 +232,7 @@ def test_requests_stuck_behind_a_long_wait_do_not_stop_other_connections() -> No
     piled up to max.connections)."""
 
     async def scenario() -> None:
-        registry = ApiRegistry()
-        server = KafkaServer(registry, limits=ConnectionLimits(queued_max_requests=2))
-        gate = asyncio.Event()
-
-        async def held_metadata(ctx: RequestContext, request: Any) -> Any:
-            await gate.wait()
-            return ctx.respond(throttle_time=0, brokers=[], topics=[])
-
-        registry.register(3, 0, 12, held_metadata, owner="test")
-        register_api_versions(registry, server)
-        await server.start()
-        try:
+        async with holding_metadata(ConnectionLimits(queued_max_requests=2)) as (server, gate):
             _, held = await asyncio.open_connection("127.0.0.1", server.port)
             held.write(encode_request(100, make(request_class(3, 1), topics=[]), "t"))
             held.write(b"".join(api_versions(i) for i in range(2)))
@@ -250,8 +249,6 @@ def test_requests_stuck_behind_a_long_wait_do_not_stop_other_connections() -> No
             gate.set()
             writer.close()
             held.close()
-        finally:
-            await server.stop()
 
     run(scenario())
 
@@ -262,18 +259,7 @@ def test_a_connection_not_being_read_is_closed_once_its_client_is_gone() -> None
     slot and queued requests until the held request ended."""
 
     async def scenario() -> None:
-        registry = ApiRegistry()
-        server = KafkaServer(registry, limits=ConnectionLimits(queued_max_requests=2))
-        gate = asyncio.Event()
-
-        async def held_metadata(ctx: RequestContext, request: Any) -> Any:
-            await gate.wait()
-            return ctx.respond(throttle_time=0, brokers=[], topics=[])
-
-        registry.register(3, 0, 12, held_metadata, owner="test")
-        register_api_versions(registry, server)
-        await server.start()
-        try:
+        async with holding_metadata(ConnectionLimits(queued_max_requests=2)) as (server, gate):
             _, held = await asyncio.open_connection("127.0.0.1", server.port)
             held.write(encode_request(100, make(request_class(3, 1), topics=[]), "t"))
             held.write(b"".join(api_versions(i) for i in range(3)))
@@ -284,8 +270,6 @@ def test_a_connection_not_being_read_is_closed_once_its_client_is_gone() -> None
             await until(lambda: server.connection_count == 0, "the connection closed")
             assert server.queue.queued == 0 and server.dead_closed == 1
             gate.set()
-        finally:
-            await server.stop()
 
     run(scenario())
 
@@ -297,18 +281,7 @@ def test_a_connection_past_its_end_of_input_is_closed_once_its_client_is_gone() 
     up to max.connections while their requests waited."""
 
     async def scenario() -> None:
-        registry = ApiRegistry()
-        server = KafkaServer(registry, limits=ConnectionLimits())
-        gate = asyncio.Event()
-
-        async def held_metadata(ctx: RequestContext, request: Any) -> Any:
-            await gate.wait()
-            return ctx.respond(throttle_time=0, brokers=[], topics=[])
-
-        registry.register(3, 0, 12, held_metadata, owner="test")
-        register_api_versions(registry, server)
-        await server.start()
-        try:
+        async with holding_metadata(ConnectionLimits()) as (server, gate):
             _, held = await asyncio.open_connection("127.0.0.1", server.port)
             held.write(encode_request(100, make(request_class(3, 1), topics=[]), "t"))
             held.write_eof()
@@ -321,8 +294,6 @@ def test_a_connection_past_its_end_of_input_is_closed_once_its_client_is_gone() 
             await until(lambda: server.connection_count == 0, "the connection closed")
             assert server.dead_closed == 1
             gate.set()
-        finally:
-            await server.stop()
 
     run(scenario())
 
