@@ -133,10 +133,7 @@ async def test_kip360_half_given_identity_is_invalid(tmp_path: Path) -> None:
 @async_test
 async def test_epoch_overflow_rotates_producer_id(tmp_path: Path) -> None:
     h = Harness(tmp_path).start()
-    _, pid, _ = await h.init()
-    md = h.coordinator.metadata("tx")
-    assert md is not None
-    md.producer_epoch = MAX_EPOCH - 2  # 32765: one bump left
+    pid, md = await h.init_at_epoch(MAX_EPOCH - 2)  # 32765: one bump left
     assert await h.init() == (NONE, pid, MAX_EPOCH - 1)
     err, new_pid, epoch = await h.init()
     assert err == NONE and new_pid != pid and epoch == 0
@@ -147,10 +144,7 @@ async def test_epoch_overflow_rotates_producer_id(tmp_path: Path) -> None:
 @async_test
 async def test_epoch_overflow_with_kip360_retry(tmp_path: Path) -> None:
     h = Harness(tmp_path).start()
-    _, pid, _ = await h.init()
-    md = h.coordinator.metadata("tx")
-    assert md is not None
-    md.producer_epoch = MAX_EPOCH - 1
+    pid, md = await h.init_at_epoch(MAX_EPOCH - 1)
     err, new_pid, epoch = await h.init(pid=pid, epoch=MAX_EPOCH - 1)
     assert err == NONE and new_pid != pid and epoch == 0
     assert (md.last_producer_id, md.last_producer_epoch) == (pid, MAX_EPOCH - 1)
@@ -163,10 +157,7 @@ async def test_epoch_overflow_with_kip360_retry(tmp_path: Path) -> None:
 @async_test
 async def test_fence_at_exhausted_epoch_then_rotate(tmp_path: Path) -> None:
     h = Harness(tmp_path).start()
-    _, pid, _ = await h.init()
-    md = h.coordinator.metadata("tx")
-    assert md is not None
-    md.producer_epoch = MAX_EPOCH - 1
+    pid, md = await h.init_at_epoch(MAX_EPOCH - 1)
     assert (await h.add(pid, MAX_EPOCH - 1, {"t1": [0]}))[("t1", 0)] == NONE
     assert (await h.init())[0] == CONCURRENT_TRANSACTIONS
     assert md.producer_epoch == MAX_EPOCH  # the fence used the reserved epoch

@@ -20,7 +20,7 @@ from tests.cluster.coordinator.transactions.txn_support import (
     async_test,
     marker_identities,
 )
-from txnchaos.cluster.coordinator.transactions import TxnState
+from txnchaos.cluster.coordinator.transactions import TransactionMetadata, TxnState
 from txnchaos.cluster.coordinator.transactions.metadata import MAX_EPOCH
 from txnchaos.cluster.coordinator.transactions.store import log_path
 from txnchaos.cluster.storage.state_log import scan
@@ -32,6 +32,17 @@ LAST = MAX_EPOCH - 1  # the last epoch a client may hold (32766)
 async def begin(h: Harness, pid: int, epoch: int, txn_id: str = "tx") -> None:
     got = await h.add(pid, epoch, {"t1": [0], "t2": [1]}, txn_id=txn_id)
     assert set(got.values()) == {NONE}, got
+
+
+async def init_at_epoch(
+    h: Harness, epoch: int, *, begin_txn: bool = True
+) -> tuple[int, TransactionMetadata]:
+    """``Harness.init_at_epoch``, with a transaction begun at that epoch unless
+    ``begin_txn`` is False."""
+    pid, md = await h.init_at_epoch(epoch)
+    if begin_txn:
+        await begin(h, pid, epoch)
+    return pid, md
 
 
 def fixed_level(level: int | None) -> Callable[[], int] | None:
@@ -135,11 +146,7 @@ async def test_abort_with_nothing_added_bumps_the_epoch(tmp_path: Path) -> None:
 @async_test
 async def test_epoch_overflow_moves_onto_a_new_producer_id(tmp_path: Path) -> None:
     h = Harness(tmp_path, concurrent_wait_ms=0).start()
-    _, pid, _ = await h.init()
-    md = h.coordinator.metadata("tx")
-    assert md is not None
-    md.producer_epoch = LAST  # as if 32766 transactions had ended
-    await begin(h, pid, LAST)
+    pid, md = await init_at_epoch(h, LAST)
     err, new_pid, epoch = await h.end2(pid, LAST, True)
     assert err == NONE and new_pid not in (pid, -1) and epoch == 0
     assert (md.state, md.producer_id, md.producer_epoch) == (S.PREPARE_COMMIT, pid, MAX_EPOCH)
@@ -167,11 +174,7 @@ async def test_epoch_overflow_moves_onto_a_new_producer_id(tmp_path: Path) -> No
 @async_test
 async def test_overflow_survives_a_crash_before_the_markers(tmp_path: Path) -> None:
     h = Harness(tmp_path).start()
-    _, pid, _ = await h.init()
-    md = h.coordinator.metadata("tx")
-    assert md is not None
-    md.producer_epoch = LAST
-    await begin(h, pid, LAST)
+    pid, md = await init_at_epoch(h, LAST)
     h.transport.down = {1}  # the leaders of t1/t2 are unreachable: markers stay pending
     err, new_pid, _ = await h.end2(pid, LAST, True)
     assert err == NONE
@@ -198,10 +201,7 @@ async def test_overflow_survives_a_crash_before_the_markers(tmp_path: Path) -> N
 @async_test
 async def test_abort_at_the_last_epoch_also_rotates(tmp_path: Path) -> None:
     h = Harness(tmp_path).start()
-    _, pid, _ = await h.init()
-    md = h.coordinator.metadata("tx")
-    assert md is not None
-    md.producer_epoch = LAST
+    pid, md = await init_at_epoch(h, LAST, begin_txn=False)
     err, new_pid, epoch = await h.end2(pid, LAST, False)  # nothing added
     assert err == NONE and new_pid != pid and epoch == 0
     assert (md.state, md.producer_id, md.producer_epoch) == (S.COMPLETE_ABORT, new_pid, 0)
@@ -279,11 +279,7 @@ async def test_init_producer_id_after_tv2_ends(tmp_path: Path) -> None:
 @async_test
 async def test_init_after_overflow_accepts_the_old_identity_as_a_retry(tmp_path: Path) -> None:
     h = Harness(tmp_path).start()
-    _, pid, _ = await h.init()
-    md = h.coordinator.metadata("tx")
-    assert md is not None
-    md.producer_epoch = LAST
-    await begin(h, pid, LAST)
+    pid, _ = await init_at_epoch(h, LAST)
     _, new_pid, _ = await h.end2(pid, LAST, True)
     await h.flush()
     # The client lost the EndTxn answer and re-initialises with what it had (KIP-360):
@@ -297,11 +293,7 @@ async def test_kip360_with_a_fenced_epoch_at_the_end_of_the_epochs(tmp_path: Pat
     """A fence that used the last epochs: a KIP-360 re-init naming the fenced epoch is
     PRODUCER_FENCED (not a crash), a new instance moves onto a new producer id."""
     h = Harness(tmp_path).start()
-    _, pid, _ = await h.init()
-    md = h.coordinator.metadata("tx")
-    assert md is not None
-    md.producer_epoch = LAST - 1
-    await begin(h, pid, LAST - 1)
+    pid, md = await init_at_epoch(h, LAST - 1)
     assert (await h.init())[0] == CONCURRENT_TRANSACTIONS  # fence: LAST, abort
     await h.flush()
     assert (md.state, md.producer_epoch) == (S.COMPLETE_ABORT, LAST)
@@ -315,11 +307,7 @@ async def test_zombie_fenced_at_the_last_epoch_is_not_a_retry(tmp_path: Path) ->
     """A TV2 fence at the last epoch can only reach Short.MaxValue (one bump, not two):
     the zombie's EndTxn at the last epoch must still be PRODUCER_FENCED."""
     h = Harness(tmp_path).start()
-    _, pid, _ = await h.init()
-    md = h.coordinator.metadata("tx")
-    assert md is not None
-    md.producer_epoch = LAST - 1
-    await begin(h, pid, LAST - 1)
+    pid, md = await init_at_epoch(h, LAST - 1)
     assert await h.end2(pid, LAST - 1, True) == (NONE, pid, LAST)  # the client is on TV2
     await h.flush()
     await begin(h, pid, LAST)

@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 from txnchaos.cluster.coordinator.transactions import (
     InitProducerIdApi,
     TransactionCoordinator,
+    TransactionMetadata,
     TxnConfig,
 )
 from txnchaos.cluster.net.client import PeerUnavailable
@@ -262,6 +263,15 @@ class Harness:
             },
         )
         return int(resp.error_code), resp.producer_id, resp.producer_epoch
+
+    async def init_at_epoch(self, epoch: int) -> tuple[int, TransactionMetadata]:
+        """A producer of ``tx`` initialised and moved to ``epoch`` (as if that many
+        transactions had ended): its producer id and the coordinator's metadata."""
+        _, pid, _ = await self.init()
+        md = self.coordinator.metadata("tx")
+        assert md is not None
+        md.producer_epoch = epoch
+        return pid, md
 
     async def add(
         self,
