@@ -12,16 +12,17 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from ...harness.history.schema import MetricName as M
-from ..reference.metric_rules import counter_violation
+from ..reference.metric_rules import (
+    COUNTERS,
+    NEVER,
+    RESET_FAULTS,
+    counter_violation,
+    restart_note,
+)
 from .base import CheckOutput, row
 from .context import CheckContext
 
 NAME = "metrics"
-COUNTERS = (M.TXNS_COMMITTED.value, M.TXNS_ABORTED.value)
-#: node faults that end the node's process, and with it its in-memory counters
-RESET_FAULTS = ("kill", "restart")
-#: a reset fault that never ended: the node's last process is never observed
-NEVER = 2**63 - 1
 
 
 @dataclass(frozen=True)
@@ -102,27 +103,6 @@ def restarts(faults: list[dict[str, Any]], ss: list[Series]) -> dict[str, tuple[
         if spans[n] or drops:
             out[n] = (fault_end, max(drops, default=0))
     return out
-
-
-def _at(ns: int, started: int | None) -> str:
-    if ns == NEVER:
-        return "never (not back)"
-    return f"+{(ns - started) / 1e9:.1f} s" if started is not None else f"{ns} ns"
-
-
-def restart_note(
-    restarted: dict[str, tuple[int, int]], since: int, started: int | None, n: dict[str, int]
-) -> str:
-    """What the lower bounds leave out because counting nodes restarted."""
-    until = {node: _at(max(e, d), started) for node, (e, d) in restarted.items()}
-    where = ", ".join(f"{node} until {at}" for node, at in sorted(until.items()))
-    return (
-        f"counting nodes restarted ({where}): what a counter gained between its node's last "
-        "scrape and the restart is lost, so the lower bounds count only transactions whose "
-        f"commit was invoked (aborts: that began) after {_at(since, started)}: "
-        f"{n['ok_after']} of {n['ok']} acknowledged commits, {n['aborted_after']} of "
-        f"{n['aborted']} acknowledged aborts"
-    )
 
 
 def check_counters(ctx: CheckContext, out: CheckOutput, m: DataFrame) -> None:

@@ -37,9 +37,11 @@ from pyspark.sql import functions as F
 
 from ...harness.history.schema import MetricName as M
 from ..reference.metric_rules import (
+    COUNTERS,
     KINDS,
     LATE_BUFFER_MS,
     NAME,
+    NODE_METRICS,
     late_at_end,
     late_too_early,
     lso_lag,
@@ -47,16 +49,10 @@ from ..reference.metric_rules import (
 )
 from .base import CheckOutput, definition
 from .context import CheckContext
-from .metric_counters import COUNTERS, check_counters
+from .metric_counters import check_counters
 from .protocol import Reads
 
 READS = frozenset({Reads.METRICS, Reads.FINAL_STATE, Reads.TRANSACTIONS, Reads.FAULTS})
-NODE_METRICS = (
-    M.PARTITIONS_WITH_LATE_TXNS.value,
-    M.LAST_STABLE_OFFSET_LAG.value,
-    M.PRODUCER_ID_COUNT.value,
-    *COUNTERS,
-)
 
 
 def check(ctx: CheckContext) -> CheckOutput:

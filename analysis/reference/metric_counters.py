@@ -10,13 +10,10 @@ from typing import Any
 from ...harness.history.schema import MetricName as M
 from .hanging import RunFacts
 from .indexes import Indexes
-from .metric_rules import counter_violation
+from .metric_rules import COUNTERS, NEVER, RESET_FAULTS, counter_violation, restart_note
 from .rows import Judged, row
 
 NAME = "metrics"
-COUNTERS = (M.TXNS_COMMITTED.value, M.TXNS_ABORTED.value)
-RESET_FAULTS = ("kill", "restart")  #: node faults that end the process and its counters
-NEVER = 2**63 - 1  #: the end of a reset fault that did not end
 Sample = dict[str, Any]
 
 
@@ -95,14 +92,6 @@ def last_restarts(faults: list[dict[str, Any]], cs: list[Counter]) -> dict[str, 
     return out
 
 
-def _when(ns: int, started: int | None) -> str:
-    if ns == NEVER:
-        return "never (not back)"
-    if started is None:
-        return f"{ns} ns"
-    return f"+{(ns - started) / 1e9:.1f} s"
-
-
 def expected(ix: Indexes, since: int | None) -> dict[str, int]:
     """Acknowledged and unknown-outcome commits, aborts the coordinator hears of (of
     transactions that wrote something); ``*_after``: commits invoked / aborted transactions
@@ -136,17 +125,7 @@ def judge_counters(ix: Indexes, facts: RunFacts, out: Judged, samples: list[Samp
     since = max((max(pair) for pair in restarted.values()), default=None)
     n = expected(ix, since)
     if since is not None:
-        started = facts.info.get("started_ns")
-        where = ", ".join(
-            f"{node} until {_when(max(pair), started)}" for node, pair in sorted(restarted.items())
-        )
-        out.notes.append(
-            f"counting nodes restarted ({where}): what a counter gained between its node's last "
-            "scrape and the restart is lost, so the lower bounds count only transactions whose "
-            f"commit was invoked (aborts: that began) after {_when(since, started)}: "
-            f"{n['ok_after']} of {n['ok']} acknowledged commits, {n['aborted_after']} of "
-            f"{n['aborted']} acknowledged aborts"
-        )
+        out.notes.append(restart_note(restarted, since, facts.info.get("started_ns"), n))
     for name in COUNTERS:
         mine = [c for c in cs if c.name == name]
         if mine:

@@ -22,6 +22,20 @@ KINDS: tuple[str, ...] = (
 )
 LATE_BUFFER_MS = 5 * 60 * 1000
 LAG_FRESHNESS_NS = 2_000_000_000
+
+#: the transaction counters rule (d) judges
+COUNTERS = (M.TXNS_COMMITTED.value, M.TXNS_ABORTED.value)
+#: every node metric the checker reads
+NODE_METRICS = (
+    M.PARTITIONS_WITH_LATE_TXNS.value,
+    M.LAST_STABLE_OFFSET_LAG.value,
+    M.PRODUCER_ID_COUNT.value,
+    *COUNTERS,
+)
+#: node faults that end the node's process, and with it its in-memory counters
+RESET_FAULTS = ("kill", "restart")
+#: the end of a reset fault that never ended: the node's last process is never observed
+NEVER = 2**63 - 1
 Sample = Any
 """A metric sample read by field name (a dict of metrics.parquet or a Spark Row), or the
 latest one per node and series (with ``t``)."""
@@ -170,3 +184,24 @@ def counter_violation(
         if last is not None:
             ev["reported_by_last_processes"] = last
     return ev
+
+
+def _at(ns: int, started: int | None) -> str:
+    if ns == NEVER:
+        return "never (not back)"
+    return f"+{(ns - started) / 1e9:.1f} s" if started is not None else f"{ns} ns"
+
+
+def restart_note(
+    restarted: dict[str, tuple[int, int]], since: int, started: int | None, n: dict[str, int]
+) -> str:
+    """What the lower bounds leave out because counting nodes restarted."""
+    until = {node: _at(max(e, d), started) for node, (e, d) in restarted.items()}
+    where = ", ".join(f"{node} until {at}" for node, at in sorted(until.items()))
+    return (
+        f"counting nodes restarted ({where}): what a counter gained between its node's last "
+        "scrape and the restart is lost, so the lower bounds count only transactions whose "
+        f"commit was invoked (aborts: that began) after {_at(since, started)}: "
+        f"{n['ok_after']} of {n['ok']} acknowledged commits, {n['aborted_after']} of "
+        f"{n['aborted']} acknowledged aborts"
+    )

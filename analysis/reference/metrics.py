@@ -11,11 +11,13 @@ from ...harness.history.schema import MetricName as M
 from .hanging import RunFacts
 from .history import Op
 from .indexes import Indexes
-from .metric_counters import COUNTERS, judge_counters
+from .metric_counters import judge_counters
 from .metric_rules import (
+    COUNTERS,
     KINDS,
     LATE_BUFFER_MS,
     NAME,
+    NODE_METRICS,
     late_at_end,
     late_too_early,
     lso_lag,
@@ -23,12 +25,6 @@ from .metric_rules import (
 )
 from .rows import Judged
 
-NODE_METRICS = (
-    M.PARTITIONS_WITH_LATE_TXNS.value,
-    M.LAST_STABLE_OFFSET_LAG.value,
-    M.PRODUCER_ID_COUNT.value,
-    *COUNTERS,
-)
 Sample = dict[str, Any]  #: a row of metrics.parquet
 
 
