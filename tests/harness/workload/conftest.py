@@ -44,6 +44,23 @@ def uniq() -> str:
     return uuid.uuid4().hex[:8]
 
 
+def runner_cmd(cfg: Path, bootstrap: str, run_dir: Path, *extra: str) -> list[str]:
+    """The locust runner CLI's command line (quiet: its final statistics only)."""
+    return [
+        sys.executable,
+        "-m",
+        "txnchaos.harness.workload.runner",
+        "--config",
+        str(cfg),
+        "--bootstrap",
+        bootstrap,
+        "--run-dir",
+        str(run_dir),
+        "--quiet",
+        *extra,
+    ]
+
+
 def run_workload(
     config: dict[str, Any],
     run_dir: Path,
@@ -57,23 +74,7 @@ def run_workload(
     cfg = run_dir.parent / f"{run_dir.name}-workload.json"
     cfg.write_text(json.dumps(config))
     proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "txnchaos.harness.workload.runner",
-            "--config",
-            str(cfg),
-            "--bootstrap",
-            bootstrap,
-            "--run-dir",
-            str(run_dir),
-            "--duration",
-            str(duration_s),
-            "--seed",
-            "7",
-            "--quiet",
-            *extra,
-        ],
+        runner_cmd(cfg, bootstrap, run_dir, "--duration", str(duration_s), "--seed", "7", *extra),
         capture_output=True,
         text=True,
         timeout=timeout_s,

@@ -6,34 +6,18 @@ import json
 import re
 import socket
 import subprocess
-import sys
 import time
 import urllib.request
 from pathlib import Path
 
 import pytest
 
+from tests.harness.workload.conftest import runner_cmd
 from txnchaos.harness.workload.web import read_started
 
 from .helpers import compacted
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
-
-
-def runner_cmd(cfg: Path, bootstrap: str, run_dir: Path, *extra: str) -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "txnchaos.harness.workload.runner",
-        "--config",
-        str(cfg),
-        "--bootstrap",
-        bootstrap,
-        "--run-dir",
-        str(run_dir),
-        "--quiet",
-        *extra,
-    ]
 
 
 def write_config(tmp_path: Path, topic: str) -> Path:
