@@ -19,7 +19,7 @@ class BugSwitch:
     setting: str  # the node setting that turns the bug on
     field: str  # the attribute of BugSwitches that carries it
     report: str  # the public bug report or design section it recreates
-    seed: str  # the seed document and section whose rule it breaks
+    design: str  # the design document (KIP) and section whose rule it breaks
     symptom: str  # what a user of the broken cluster sees
     site: str  # where the one changed condition lives
 
@@ -29,7 +29,7 @@ BUG_SWITCHES: tuple[BugSwitch, ...] = (
         setting="txnchaos.bug.producer.expiry.ignores.open.transactions",
         field="producer_expiry_ignores_open_transactions",
         report="KAFKA-9144",
-        seed="seed 001 (KIP-664), Motivation; seed 004 (KIP-360), producer state retention",
+        design="KIP-664, Motivation; KIP-360, producer state retention",
         symptom="producer state is expired under an open transaction; its marker then "
         "finds no transaction to end and the LSO stays behind forever (a hanging "
         "transaction)",
@@ -39,7 +39,7 @@ BUG_SWITCHES: tuple[BugSwitch, ...] = (
         setting="txnchaos.bug.transaction.timeout.never.fires",
         field="transaction_timeout_never_fires",
         report="KAFKA-5132 (the timeout it recreates the absence of)",
-        seed="seed 001 (KIP-664), Motivation: a transaction nobody ends",
+        design="KIP-664, Motivation: a transaction nobody ends",
         symptom="a transaction whose producer died is never aborted by the coordinator; "
         "its partitions' LSO stays behind",
         site="cluster/coordinator/transactions/coordinator.py abort_timed_out_transactions",
@@ -48,7 +48,7 @@ BUG_SWITCHES: tuple[BugSwitch, ...] = (
         setting="txnchaos.bug.coordinator.load.skips.pending.markers",
         field="coordinator_load_skips_pending_markers",
         report="KAFKA-16352 (transactions stuck in PrepareCommit/PrepareAbort)",
-        seed="seed 001 (KIP-664), Analysis: the coordinator and the replicas disagree",
+        design="KIP-664, Analysis: the coordinator and the replicas disagree",
         symptom="a coordinator that takes over (or restarts) does not resend the markers "
         "of transactions it loads in PrepareCommit/PrepareAbort: they never complete, "
         "their partitions' LSO stays behind and their producers get "
@@ -59,7 +59,7 @@ BUG_SWITCHES: tuple[BugSwitch, ...] = (
         setting="txnchaos.bug.lso.ignores.open.transactions",
         field="lso_ignores_open_transactions",
         report="third-party brokers' read_committed bugs (LSO equal to the high watermark)",
-        seed="seed 002 (aborted-transaction index), LSO Tracking",
+        design="KIP-98's aborted-transaction index, LSO Tracking",
         symptom="read_committed consumers read records of open transactions, "
         "including ones later aborted (uncommitted and aborted reads)",
         site="cluster/broker/partition.py Partition.last_stable_offset",
@@ -68,7 +68,7 @@ BUG_SWITCHES: tuple[BugSwitch, ...] = (
         setting="txnchaos.bug.fetch.ignores.aborted.index",
         field="fetch_ignores_aborted_index",
         report="third-party brokers' read_committed bugs (no AbortedTransactions in Fetch)",
-        seed="seed 002 (aborted-transaction index), Fetch algorithm",
+        design="KIP-98's aborted-transaction index, Fetch algorithm",
         symptom="read_committed consumers read records of aborted transactions",
         site="cluster/broker/partition.py Partition.read",
     ),
@@ -76,7 +76,7 @@ BUG_SWITCHES: tuple[BugSwitch, ...] = (
         setting="txnchaos.bug.two.phase.commit.timeout",
         field="two_phase_commit_timeout",
         report="KIP-939's guarantee broken (a participant aborting a prepared transaction)",
-        seed="seed 003 (KIP-939), Kafka as a Participant in 2PC: no timeout for 2PC",
+        design="KIP-939, Kafka as a Participant in 2PC: no timeout for 2PC",
         symptom="a prepared two-phase-commit transaction is aborted once it has been open "
         "longer than transaction.max.timeout.ms: the external coordinator's commit then "
         "fails and the database and Kafka disagree",
@@ -86,7 +86,7 @@ BUG_SWITCHES: tuple[BugSwitch, ...] = (
         setting="txnchaos.bug.init.aborts.prepared.transaction",
         field="init_aborts_prepared_transaction",
         report="KIP-939's guarantee broken (InitProducerId ignoring keepPreparedTxn)",
-        seed="seed 003 (KIP-939), InitProducerId: KeepPreparedTxn keeps the open transaction",
+        design="KIP-939, InitProducerId: KeepPreparedTxn keeps the open transaction",
         symptom="a new producer instance that asks to keep the prepared transaction "
         "(initTransactions(true), the recovery recipe) aborts it instead: the transaction "
         "the external coordinator committed is lost from Kafka",

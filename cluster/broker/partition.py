@@ -4,7 +4,7 @@ Single-replica semantics: the high watermark is the log end offset. The last sta
 offset is the first offset of the oldest open transaction (never below the log start
 offset), else the high watermark.
 
-Transactions (seed 002): a transactional data batch opens its producer's transaction
+Transactions (KIP-98): a transactional data batch opens its producer's transaction
 at its first offset; a marker written by ``write_txn_marker`` closes it. An abort is
 also recorded in the aborted-transaction index of the segment that holds the marker,
 with the LSO the partition has once the transaction is complete, and a read_committed

@@ -159,7 +159,7 @@ class ProduceApi:
                     guard = partition.start_verification(
                         header.producer_id, header.producer_epoch, epoch_bump=add
                     )
-                    # a new transaction starts at sequence 0 (seed 000); a stale epoch goes
+                    # a new transaction starts at sequence 0 (KIP-890); a stale epoch goes
                     # on to the coordinator, which fences it, as Kafka's epoch check comes first
                     if (
                         add

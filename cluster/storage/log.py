@@ -306,7 +306,7 @@ class PartitionLog:
         self.segment_for(entry.last_offset).txn_index.append(entry)
 
     def collect_aborted_transactions(self, fetch_offset: int, upper_bound: int) -> list[AbortedTxn]:
-        """The aborted transactions overlapping [fetch_offset, upper_bound) (seed 002).
+        """The aborted transactions overlapping [fetch_offset, upper_bound) (KIP-98).
 
         Scans the transaction indexes of the segment holding ``fetch_offset`` and of
         every later segment, until an entry's last stable offset reaches

@@ -1,7 +1,7 @@
 """The aborted-transaction index of one segment: ``<base offset>.txnindex``.
 
 An append-only file of fixed-size big-endian entries, one per transaction whose
-ABORT marker was written into the segment (seed 002 / Kafka's TransactionIndex)::
+ABORT marker was written into the segment (KIP-98 / Kafka's TransactionIndex)::
 
     Version i16 (0) | ProducerId i64 | FirstOffset i64 | LastOffset i64 | LastStableOffset i64
 
@@ -123,7 +123,7 @@ class TransactionIndex:
     def collect(self, fetch_offset: int, upper_bound: int) -> tuple[list[AbortedTxn], bool]:
         """Entries overlapping [fetch_offset, upper_bound), and whether the scan is complete.
 
-        Seed 002: read the entries in order, keep those whose range overlaps the fetched
+        KIP-98: read the entries in order, keep those whose range overlaps the fetched
         range, and stop at the first entry whose last stable offset reaches the end of
         the fetched range: every transaction touching the range is decided by then.
         """

@@ -50,7 +50,7 @@ class ProducerConfig:
     transaction_timeout_ms: int | None = None
     #: KIP-939: take part in an external two-phase commit (InitProducerId v6 Enable2Pc):
     #: the coordinator never times our transactions out, so setting
-    #: ``transaction_timeout_ms`` too is an error (seed 003), and ``prepare_transaction``
+    #: ``transaction_timeout_ms`` too is an error (KIP-939), and ``prepare_transaction``
     #: is allowed.
     enable_two_phase_commit: bool = False
     #: None: the cluster's finalized transaction.version; 0/1/2 forces the protocol.

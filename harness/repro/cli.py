@@ -57,7 +57,7 @@ def repro_command(
     as_json: bool,
 ) -> None:
     """Reproduce a known hanging-transaction bug: `txnchaos repro list` prints the
-    catalogue (name, bug report, seed section, what a user sees, configurations);
+    catalogue (name, bug report, design section (KIP), what a user sees, configurations);
     `txnchaos repro NAME` runs each configuration of the entry — the bug present (a
     txnchaos.bug.* switch, or a transaction.version without the defense) and the
     defense on — and compares each verdict with the one predicted.

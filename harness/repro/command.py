@@ -124,7 +124,7 @@ def run_one(scenario_file: Path, run_dir: Path, options: ReproOptions) -> tuple[
 
 def reproduce(entry: Entry, options: ReproOptions, console: Console) -> int:
     spec = entry.spec
-    console.print(f"[bold]{entry.name}[/] — {spec.report} ({spec.seed_section})")
+    console.print(f"[bold]{entry.name}[/] — {spec.report} ({spec.design_section})")
     console.print(f"  {spec.symptom}")
     if options.bootstrap:
         runs: list[tuple[str, Configuration | None]] = [("external", None)]
@@ -193,7 +193,7 @@ def catalogue_rows(entries: dict[str, Entry]) -> list[dict[str, Any]]:
         {
             "name": e.name,
             "report": e.spec.report,
-            "seed_section": e.spec.seed_section,
+            "design_section": e.spec.design_section,
             "symptom": e.spec.symptom,
             "configurations": {
                 name: {"settings": c.settings, "predicts": predicted_text(c)}
@@ -209,7 +209,7 @@ def show_catalogue(entries: dict[str, Entry], console: Console) -> None:
     """One block per entry (a table's columns would truncate the names on a terminal)."""
     for row in catalogue_rows(entries):
         console.print(f"[bold]{row['name']}[/]  {row['report']}", soft_wrap=True)
-        console.print(f"  seed section: {row['seed_section']}", soft_wrap=True)
+        console.print(f"  design section (KIP): {row['design_section']}", soft_wrap=True)
         console.print(f"  a user sees:  {row['symptom']}", soft_wrap=True)
         for name, c in row["configurations"].items():
             settings = ", ".join(f"{k}={render_setting(v)}" for k, v in c["settings"].items())

@@ -39,7 +39,7 @@ class ReproSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     report: str = Field(min_length=1, description="the public bug report, e.g. KAFKA-9144")
-    seed_section: str = Field(min_length=1, description="the seed document and section")
+    design_section: str = Field(min_length=1, description="the design document (KIP) and section")
     symptom: str = Field(min_length=1, description="what a user of the broken cluster sees")
     configurations: dict[str, Configuration] = Field(min_length=1)
 

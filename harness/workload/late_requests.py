@@ -2,7 +2,7 @@
 and delivered after it ended, as a network that delays a request would deliver it.
 
 :class:`LateRequestProducer` is the recording client of a ``tv2_producer`` whose
-``misbehavior.late_request`` names one of seed 000 (KIP-890)'s three cases (the transaction
+``misbehavior.late_request`` names one of KIP-890's three cases (the transaction
 pairs that use it: :mod:`.kinds.late_transactions`):
 
 * ``produce_after_abort``: a Produce of transaction N arrives after N's abort completed;

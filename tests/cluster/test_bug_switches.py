@@ -19,7 +19,7 @@ def test_every_switch_is_a_documented_setting_off_by_default() -> None:
     for b in BUG_SWITCHES:
         assert b.setting.startswith("txnchaos.bug.")
         assert SPECS[b.setting].default is False
-        assert b.report and b.seed and b.symptom and b.site
+        assert b.report and b.design and b.symptom and b.site
     assert BugSwitches.from_settings(NodeSettings()).enabled() == []
 
 

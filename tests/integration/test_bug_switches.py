@@ -15,7 +15,7 @@ from confluent_kafka import Producer
 
 from txnchaos.harness.launch.local import LocalCluster
 
-from .test_kip890_seed_cases import Tv
+from .test_kip890_cases import Tv
 from .txn_clients_support import (
     WAIT_S,
     committed_values,

@@ -495,7 +495,7 @@ def test_admin_abort_rules_and_the_coordinator_timing_out_afterwards(bootstrap: 
     assert offsets(bootstrap, 0)[0] > start  # the LSO moved past it
     # Nothing open any more: a second abort is refused (no open transaction).
     assert write_marker(bootstrap, admin_id, pid, epoch, -1) == INVALID_TXN_STATE
-    # Seed 001's admin form (coordinator epoch -1) over the wire: accepted, the LSO moves
+    # KIP-664's admin form (coordinator epoch -1) over the wire: accepted, the LSO moves
     # (tests/cluster/broker/test_admin_abort_markers.py: also past a known coordinator epoch).
     other_pid, other_epoch = init_producer(bootstrap, "seed-form")
     first = produce_without_add(

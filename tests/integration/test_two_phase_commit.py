@@ -238,7 +238,7 @@ def test_two_phase_commit_refused_when_the_cluster_disables_it(
         with pytest.raises(FatalError, match="TRANSACTIONAL_ID_AUTHORIZATION_FAILED"):
             await p.init_transactions(30)
         await p.close()
-        # Keep-prepared without 2PC is allowed (seed 003); prepare is not.
+        # Keep-prepared without 2PC is allowed (KIP-939); prepare is not.
         plain = Producer(ProducerConfig(bootstrap, transactional_id=unique("keep-off")))
         await plain.init_transactions(30, keep_prepared_txn=True)
         assert plain.ongoing_prepared_state.is_empty

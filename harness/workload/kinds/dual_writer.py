@@ -39,7 +39,7 @@ class DualWriterSpec(TransactionalProducerSpec):
     KIP-939 two-phase commit (needs the cluster setting transaction.two.phase.commit.enable).
     ``abort_probability``: transactions abandoned before prepare (database rolled back,
     Kafka aborted); ``transaction_timeout_ms`` cannot be set (2PC transactions never time
-    out: seed 003 makes setting it an error)."""
+    out: KIP-939 makes setting it an error)."""
 
     kind: Literal["dual_writer"] = "dual_writer"  # type: ignore[assignment]
     transaction_version: TransactionVersion = None

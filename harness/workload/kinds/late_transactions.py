@@ -1,4 +1,4 @@
-"""The transaction pairs of a ``tv2_producer`` with ``misbehavior.late_request``: seed 000
+"""The transaction pairs of a ``tv2_producer`` with ``misbehavior.late_request``: KIP-890
 (KIP-890)'s three late-request cases, played with our producer holding a request and
 delivering it late (:class:`~..late_requests.LateRequestProducer`), recorded as any other
 transaction.

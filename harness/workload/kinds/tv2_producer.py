@@ -38,7 +38,7 @@ class MisbehaviorSpec(SpecModel):
     )
     late_request: LateRequest = Field(
         default="none",
-        description="seed 000's late requests (harness/workload/late_requests.py): "
+        description="KIP-890's late requests (harness/workload/late_requests.py): "
         "produce_after_abort, produce_into_next or end_txn_into_next; none: correct",
     )
     late_every: Annotated[int, Field(ge=1)] = Field(

@@ -6,7 +6,7 @@ older snapshot, or with snapshots and transaction indexes wiped). Then, for ever
 offset, a consumer that filters the returned batches with the returned aborted list
 exactly as Kafka's consumer does must see exactly the committed records below the LSO,
 and every response's aborted list must be exactly the aborted transactions overlapping
-the fetched range (seed 002).
+the fetched range (KIP-98).
 """
 
 from __future__ import annotations

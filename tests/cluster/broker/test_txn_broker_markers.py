@@ -99,7 +99,7 @@ def test_index_entry_layout_is_exactly_the_seed_schema(part: Partition) -> None:
 
 
 def test_seed_example(part: Partition) -> None:
-    """The data log, index and both fetches of seed 002's example (LSOs here are
+    """The data log, index and both fetches of KIP-98's example (LSOs here are
     Kafka's exclusive ones: the seed's value + 1)."""
     p1, p2 = 1, 2
     seq = {p1: 0, p2: 0}

@@ -66,7 +66,7 @@ def assert_engines_agree(run_dir: Path, spark: SparkSession) -> None:
 
 
 #: Entries the suite runs whole, every configuration, by the kind of bug (one test file each,
-#: so the two test workers share them out). The three late-request entries of seed 000 run
+#: so the two test workers share them out). The three late-request entries of KIP-890 run
 #: together instead (test_late_request_cases.py).
 ISOLATION = ["lso-ignores-open-transactions", "fetch-ignores-aborted-index"]
 HANGING = [

@@ -1,4 +1,4 @@
-"""Seed 000 (KIP-890)'s three late-request cases, the catalogue entries produce-after-abort,
+"""KIP-890's three late-request cases, the catalogue entries produce-after-abort,
 produce-into-next-transaction and end-txn-into-next-transaction, in two runs instead of six:
 the misbehaving user of each entry, as its scenario file has it, each on a topic of its own,
 together in one run (real nodes, our producer, real confluent-kafka writers and readers).

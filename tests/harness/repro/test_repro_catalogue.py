@@ -72,7 +72,7 @@ def test_invalid_entries_are_refused(tmp_path: Path) -> None:
     with pytest.raises(ValidationError, match="needs a configuration where the bug is present"):
         ReproSpec(
             report="X",
-            seed_section="Y",
+            design_section="Y",
             symptom="Z",
             configurations={"ok": Configuration(expect=Prediction(verdict="valid"))},
         )

@@ -1,4 +1,4 @@
-"""The read_committed isolation entries (seed 002): with the bug read_committed readers
+"""The read_committed isolation entries (KIP-98): with the bug read_committed readers
 return records of aborted or open transactions (aborted_read); defended, the run is valid."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Every catalogue entry runs in the suite, failing and defended: whole (`txnchaos repro
 NAME`, every configuration) in test_repro_{isolation,hanging,two_phase}_runs.py, or — the
-three late-request entries of seed 000 — together in test_late_request_cases.py. Every
+three late-request entries of KIP-890 — together in test_late_request_cases.py. Every
 entry on several seeds is `bench/detection.py` (its matrix is in the README)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The KIP-939 entries (seed 003): a dual writer killed after its database commit, before its
+"""The KIP-939 entries (KIP-939): a dual writer killed after its database commit, before its
 Kafka commit. With the bug the coordinator aborts the prepared transaction (by the timeout,
 or when the recovering instance's InitProducerId asks to keep it), so the database holds
 rows Kafka never committed (dual_write: database_only); defended, the recovery commits them

@@ -15,7 +15,7 @@ import pytest
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[3]
-#: what recovery must decide after each crash point (seed 003's recovery recipe)
+#: what recovery must decide after each crash point (KIP-939's recovery recipe)
 RECOVERED = {
     "crash_writer_after_prepare": "aborted",  # the database never stored the prepared state
     "crash_writer_after_db_commit": "committed",  # it did: Kafka must follow it

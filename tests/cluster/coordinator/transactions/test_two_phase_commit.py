@@ -95,7 +95,7 @@ async def test_two_phase_commit_is_refused_while_the_broker_setting_is_off(tmp_p
     h = Harness(tmp_path).start()
     assert (await init6(h))[0] == TXN_ID_AUTH_FAILED
     assert h.coordinator.metadata("tx") is None
-    # Keep-prepared without 2PC is allowed (seed 003, "Disallowing keepPreparedTxn=true").
+    # Keep-prepared without 2PC is allowed (KIP-939, "Disallowing keepPreparedTxn=true").
     assert (await init6(h, two_pc=False, keep=True))[0] == NONE
 
 
@@ -309,7 +309,7 @@ async def test_producer_refuses_two_phase_calls_out_of_turn() -> None:
         p.send("topic", 0, b"v")
     with pytest.raises(ValueError, match="needs a transactional_id"):
         ProducerConfig("127.0.0.1:1", enable_two_phase_commit=True)
-    # seed 003: "it would be an error to set transaction.timeout.ms" with 2PC
+    # KIP-939: "it would be an error to set transaction.timeout.ms" with 2PC
     with pytest.raises(ValueError, match="cannot be set with enable_two_phase_commit"):
         ProducerConfig(
             "127.0.0.1:1",

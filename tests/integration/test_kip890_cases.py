@@ -1,4 +1,4 @@
-"""Seed 000 (KIP-890)'s four cases, each on a cluster at transaction.version 0, 1 and 2,
+"""KIP-890's four cases, each on a cluster at transaction.version 0, 1 and 2,
 driven by our own producer (harness/clients) holding requests instead of timing them:
 
 1. a Produce delayed past its transaction's abort;
