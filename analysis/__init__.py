@@ -11,5 +11,5 @@ code 0 valid, 1 anomalies, 2 unreadable run directory). ``reference`` states eac
 as a short plain-Python function over named indexes of the history (no Spark), returning the
 same anomaly rows; tests hold the two to agreement, and ``analyze`` judges small histories with
 it (``reference.verdict``), without a JVM. The history schema itself lives in
-``txnchaos.harness.history`` (shared with the recorder).
+``txnchaos.rundir`` (shared with the recorder).
 """

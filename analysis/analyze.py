@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from ..harness.history.run_dir import REPORT_HTML, VERDICT_JSON, RunDir, RunDirError
+from ..rundir.run_dir import REPORT_HTML, VERDICT_JSON, RunDir, RunDirError
 from .load import prepare_run
 from .verdict import AUTO, ENGINES, REFERENCE, SPARK, Verdict
 

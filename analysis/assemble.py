@@ -9,7 +9,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..harness.history.run_dir import REPORT_HTML, VERDICT_JSON
+from ..rundir.run_dir import REPORT_HTML, VERDICT_JSON
 from .verdict import INVALID, UNKNOWN, VALID, CheckerVerdict, Verdict
 
 SEC = 1_000_000_000

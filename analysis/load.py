@@ -16,15 +16,15 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..harness.history.compact import (
+from ..rundir.compact import (
     compact_metrics,
     compact_to_parquet,
     parquet_notes,
     read_faults,
 )
-from ..harness.history.final_state import FinalState
-from ..harness.history.run_dir import RunDir, RunDirError, open_run_dir
-from ..harness.history.schema import (
+from ..rundir.final_state import FinalState
+from ..rundir.run_dir import RunDir, RunDirError, open_run_dir
+from ..rundir.schema import (
     HISTORY_ARROW_SCHEMA,
     METRIC_ARROW_SCHEMA,
     history_spark_schema,

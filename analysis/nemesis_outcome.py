@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from ..harness.nemesis.outcome_log import read_outcomes
+from ..rundir.outcome_log import read_outcomes
 
 
 def nemesis_section(

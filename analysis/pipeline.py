@@ -30,8 +30,8 @@ from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from ..harness.history.run_dir import RunDirError
-from ..harness.history.schema import MetricName
+from ..rundir.run_dir import RunDirError
+from ..rundir.schema import MetricName
 from .assemble import AnomalyResults, anomaly_results, checker_verdicts, merge, write_verdict
 from .checkers.base import CheckOutput, Exact, Place
 from .checkers.context import CheckContext

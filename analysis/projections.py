@@ -44,7 +44,7 @@ from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from ..harness.history.schema import EventType, Isolation, Outcome
+from ..rundir.schema import EventType, Isolation, Outcome
 from .checkers.ordering import order_broken
 from .engine.packed_keys import (
     name_key,

@@ -16,8 +16,8 @@ from typing import Any
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from ..harness.history.run_dir import RunDirError
-from ..harness.history.schema import EventType
+from ..rundir.run_dir import RunDirError
+from ..rundir.schema import EventType
 from .engine.packed_keys import OP_BITS, PARTITION_BITS, PROC_BITS, TOPIC_BITS, name_key
 from .summary_rows import SEC, Summary, summary_of_rows
 

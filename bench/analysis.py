@@ -29,7 +29,7 @@ import pyarrow.parquet as pq
 import repo_root  # noqa: F401  (makes txnchaos_testing importable)
 from proc_cpu import cpu_seconds  # bench/ is sys.path[0] when run as a script
 
-from txnchaos.harness.history.run_dir import FINAL_STATE_JSON, METRICS_PARQUET, write_json
+from txnchaos.rundir.run_dir import FINAL_STATE_JSON, METRICS_PARQUET, write_json
 from txnchaos_testing.synthetic import Synth, SynthConfig, replicate, replicate_state
 
 BASE = SynthConfig(

@@ -22,10 +22,10 @@ from rich.table import Table
 
 from ..analysis.reference import Judged, judge
 from ..analysis.verdict import INVALID, UNKNOWN, VALID
+from ..rundir.run_dir import write_run_info
+from ..rundir.schema import EventType, encode_value
+from ..rundir.writer import HistoryWriter
 from .capture.final_state import capture_final_state
-from .history.run_dir import write_run_info
-from .history.schema import EventType, encode_value
-from .history.writer import HistoryWriter
 from .launch.local import LocalCluster
 from .workload.clients import ConsumerClient, ProducerClient
 from .workload.final_read import final_read

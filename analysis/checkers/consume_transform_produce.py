@@ -14,7 +14,7 @@ from typing import Any
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from ...harness.history.schema import EventType
+from ...rundir.schema import EventType
 from ..engine.packed_keys import op_key
 from ..projections import COMMITTED, OUTPUT_KEYS, output_key, place_offset, place_tp
 from .base import LATER, CheckOutput, Exact, Refine, anomalies, definition

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ...harness.history.schema import EventType
+from ...rundir.schema import EventType
 
 if TYPE_CHECKING:  # projections.py reads the ordering checker's rule: no import cycle
     from ..load import RunData

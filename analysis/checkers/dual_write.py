@@ -17,9 +17,9 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from ...harness.history.dual_write_db import DualWriteDb, read_dual_write_db
-from ...harness.history.final_state import FinalState
-from ...harness.history.schema import EventType, Isolation
+from ...rundir.dual_write_db import DualWriteDb, read_dual_write_db
+from ...rundir.final_state import FinalState
+from ...rundir.schema import EventType, Isolation
 from .base import CheckOutput, anomalies, definition, row
 from .context import CheckContext
 from .protocol import Reads

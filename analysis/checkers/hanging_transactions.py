@@ -18,8 +18,8 @@ from typing import Any
 from pyspark.sql import Window
 from pyspark.sql import functions as F
 
-from ...harness.history.final_state import CoordinatorTransaction, OpenTransaction
-from ...harness.history.schema import MetricName
+from ...rundir.final_state import CoordinatorTransaction, OpenTransaction
+from ...rundir.schema import MetricName
 from .base import CheckOutput, definition, row
 from .context import CheckContext
 from .protocol import Reads

@@ -11,7 +11,7 @@ from typing import Any
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from ...harness.history.schema import MetricName as M
+from ...rundir.schema import MetricName as M
 from ..reference.metric_rules import (
     COUNTERS,
     NEVER,

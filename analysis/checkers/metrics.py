@@ -35,7 +35,7 @@ from typing import Any
 
 from pyspark.sql import functions as F
 
-from ...harness.history.schema import MetricName as M
+from ...rundir.schema import MetricName as M
 from ..reference.metric_rules import (
     COUNTERS,
     KINDS,

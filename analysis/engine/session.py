@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 from pyspark import SparkConf, SparkContext
 from pyspark.sql import SparkSession
 
-from ...harness.history.run_dir import RunDir
+from ...rundir.run_dir import RunDir
 from . import class_archive
 from .local_jvm import is_local, local_conf, local_cores, local_java_options, shuffle_partitions
 from .local_jvm import local_shuffle_partitions as local_shuffle_partitions

@@ -9,9 +9,9 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from ...harness.history.dual_write_db import DualWriteDb
-from ...harness.history.final_state import FinalState
-from ...harness.history.schema import EventType as E
+from ...rundir.dual_write_db import DualWriteDb
+from ...rundir.final_state import FinalState
+from ...rundir.schema import EventType as E
 from .history import Op
 from .rows import Judged, row
 

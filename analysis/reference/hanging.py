@@ -9,9 +9,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...harness.history.dual_write_db import DualWriteDb
-from ...harness.history.final_state import CoordinatorTransaction, FinalState, OpenTransaction
-from ...harness.history.schema import MetricName
+from ...rundir.dual_write_db import DualWriteDb
+from ...rundir.final_state import CoordinatorTransaction, FinalState, OpenTransaction
+from ...rundir.schema import MetricName
 from .rows import Judged, row
 
 NAME = "hanging_transactions"

@@ -1,5 +1,5 @@
 """A history as the reference checkers read it: operations with their items, in the schema's
-own terms (:mod:`harness.history.schema`): one :class:`Op` per JSON Lines completion line, its
+own terms (:mod:`rundir.schema`): one :class:`Op` per JSON Lines completion line, its
 fields those of ``OP_FIELDS``, its items those of ``ITEM_FIELDS``, its type, outcome and
 isolation the schema's enums.  Read from the compacted flat Parquet form by regrouping rows by
 ``(process, op_id)``."""
@@ -14,8 +14,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ...harness.history.compact import flatten_ops, sort_history, write_history_parquet
-from ...harness.history.schema import OP_ARROW_SCHEMA, EventType, Isolation, Outcome
+from ...rundir.compact import flatten_ops, sort_history, write_history_parquet
+from ...rundir.schema import OP_ARROW_SCHEMA, EventType, Isolation, Outcome
 
 TP = tuple[str, int]  #: (topic, partition)
 Place = tuple[str, int, int]  #: (topic, partition, offset)

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from ...harness.history.schema import EventType, Outcome
+from ...rundir.schema import EventType, Outcome
 from .history import TP, Item, Op, Place
 
 E = EventType

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from ...harness.history.compact import compact_to_parquet, read_faults
-from ...harness.history.dual_write_db import read_dual_write_db
-from ...harness.history.run_dir import open_run_dir
+from ...rundir.compact import compact_to_parquet, read_faults
+from ...rundir.dual_write_db import read_dual_write_db
+from ...rundir.run_dir import open_run_dir
 from . import rules
 from .definitions import definition
 from .dual_write import dual_write

@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ...harness.history.schema import MetricName as M
+from ...rundir.schema import MetricName as M
 from .hanging import RunFacts
 from .indexes import Indexes
 from .metric_rules import COUNTERS, NEVER, RESET_FAULTS, counter_violation, restart_note

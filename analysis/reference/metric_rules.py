@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from ...harness.history.final_state import FinalState
-from ...harness.history.schema import MetricName as M
+from ...rundir.final_state import FinalState
+from ...rundir.schema import MetricName as M
 from .rows import row
 
 NAME = "metrics"

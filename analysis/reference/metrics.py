@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ...harness.history.schema import EventType, Outcome
-from ...harness.history.schema import MetricName as M
+from ...rundir.schema import EventType, Outcome
+from ...rundir.schema import MetricName as M
 from .hanging import RunFacts
 from .history import Op
 from .indexes import Indexes

@@ -8,7 +8,7 @@ import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from ...harness.history.schema import EventType, MetricName, Outcome
+from ...rundir.schema import EventType, MetricName, Outcome
 from ..report_series import (
     MAX_PLOT_PARTITIONS,
     MAX_PLOT_POINTS,

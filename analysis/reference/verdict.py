@@ -12,7 +12,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ...harness.history.run_dir import RunDir, RunDirError
+from ...rundir.run_dir import RunDir, RunDirError
 from ..assemble import SEC, anomaly_results, checker_verdicts, write_verdict
 from ..fault_actions import read_schedule
 from ..load_stats import load_stats

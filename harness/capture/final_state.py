@@ -13,15 +13,15 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..client_security import kafka_python_security
-from ..history.final_state import (
+from ...rundir.final_state import (
     CoordinatorTransaction,
     FinalPartition,
     FinalState,
     OpenTransaction,
     write_final_state,
 )
-from ..history.run_dir import FINAL_STATE_JSON
+from ...rundir.run_dir import FINAL_STATE_JSON
+from ..client_security import kafka_python_security
 
 log = logging.getLogger(__name__)
 

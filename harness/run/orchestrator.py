@@ -30,12 +30,12 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
+from ...rundir.compact import compact_to_parquet
+from ...rundir.run_dir import DEFAULT_TRANSACTION_MAX_TIMEOUT_MS, RunDirError, write_run_info
 from ..capture.final_state import capture_final_state
 from ..capture.metrics_scraper import MetricsScraper
 from ..capture.offsets_sampler import OffsetsSampler
 from ..client_security import security_config
-from ..history.compact import compact_to_parquet
-from ..history.run_dir import DEFAULT_TRANSACTION_MAX_TIMEOUT_MS, RunDirError, write_run_info
 from ..launch.base import KILL, PAUSE, RESTART, ClusterHandle, ClusterSpec
 from ..launch.registry import get_launcher
 from ..nemesis.executor import NemesisExecutor

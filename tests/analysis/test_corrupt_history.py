@@ -15,15 +15,16 @@ from pyspark.sql import SparkSession
 from txnchaos.analysis import pipeline
 from txnchaos.analysis.analyze import main_analyze
 from txnchaos.analysis.load import prepare_run
-from txnchaos.harness.history import EventType, HistoryWriter, RunDirError, encode_value
-from txnchaos.harness.history.compact import (
+from txnchaos.rundir.compact import (
     compact_metrics,
     compact_to_parquet,
     parquet_notes,
     read_faults,
 )
-from txnchaos.harness.history.jsonl import CorruptLineError
-from txnchaos.harness.history.run_dir import append_metric_samples, write_run_info
+from txnchaos.rundir.jsonl import CorruptLineError
+from txnchaos.rundir.run_dir import RunDirError, append_metric_samples, write_run_info
+from txnchaos.rundir.schema import EventType, encode_value
+from txnchaos.rundir.writer import HistoryWriter
 
 OP = {"process": "w0", "type": "poll", "invoke_ns": 1, "outcome": "ok", "complete_ns": 2}
 TORN = '{"process":"w0","op_id":99,"type":"po'

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
-from txnchaos.harness.history.schema import EventType
+from txnchaos.rundir.schema import EventType
 from txnchaos_testing.synthetic import Synth
 
 from .helpers import build, counts, judge

@@ -11,8 +11,9 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 
 from txnchaos.analysis import pipeline
-from txnchaos.harness.history import EventType, HistoryWriter, encode_value
-from txnchaos.harness.history.run_dir import write_run_info
+from txnchaos.rundir.run_dir import write_run_info
+from txnchaos.rundir.schema import EventType, encode_value
+from txnchaos.rundir.writer import HistoryWriter
 from txnchaos_testing.synthetic import Synth, SynthConfig
 
 

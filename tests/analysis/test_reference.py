@@ -9,7 +9,7 @@ import pytest
 from txnchaos.analysis.reference import Item, RunFacts, hanging_transactions, judge
 from txnchaos.analysis.reference.history import ITEM_KEYS, OP_KEYS
 from txnchaos.analysis.reference.indexes import parse_txn
-from txnchaos.harness.history.schema import (
+from txnchaos.rundir.schema import (
     ITEM_FIELDS,
     OP_FIELDS,
     EventType,

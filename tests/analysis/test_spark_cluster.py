@@ -21,7 +21,7 @@ from pyspark.find_spark_home import _find_spark_home
 from pyspark.sql import SparkSession
 
 from txnchaos.analysis.pipeline import analyze
-from txnchaos.harness.history.run_dir import RunDirError
+from txnchaos.rundir.run_dir import RunDirError
 
 from .helpers import build
 

@@ -15,8 +15,8 @@ import pytest
 from click.testing import CliRunner
 
 from txnchaos.harness.cli import main
-from txnchaos.harness.history.run_dir import write_run_info
 from txnchaos.harness.launch.local import ClusterLayout
+from txnchaos.rundir.run_dir import write_run_info
 
 ROOT = Path(__file__).resolve().parents[2]
 SMOKE = str(ROOT / "scenarios" / "smoke.yaml")

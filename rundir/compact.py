@@ -352,7 +352,7 @@ def _seconds_ns(name: str, seconds: float) -> int:
 
 
 def _fault_row(obj: dict[str, Any]) -> dict[str, Any]:
-    """One line of ``faults.jsonl`` (written by ``harness/faults/fault_log.py``: times in
+    """One line of ``faults.jsonl`` (written by ``rundir/fault_log.py``: times in
     float seconds, ``target`` and ``params`` objects) as a row of the fault table.
     Lines already in the table's own shape (``start_ns``...) are taken as they are.
     :class:`LineProblem` when a field is missing or of the wrong type."""

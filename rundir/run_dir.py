@@ -18,12 +18,12 @@ it say ``unknown`` when it is absent)::
       history/<process>.jsonl*   append-only JSON Lines, one file per process (schema.py)
       history.parquet*      the compacted, flat history (``compact_to_parquet``); either this or
                             history/*.jsonl must exist: analysis compacts on demand
-      faults.jsonl          one line per applied fault, written by harness/faults/fault_log.py:
+      faults.jsonl          one line per applied fault, written by rundir/fault_log.py:
                             {"kind", "start", "end" (float s), "link", "target": {..},
                              "params": {..}}; read as rows {start_ns, end_ns, target, kind,
                              detail} (compact.read_faults)
       nemesis.jsonl         one line per step of a scheduled action (apply, heal, heal_retry): when
-                            it was due and ran, and its error (harness/nemesis/outcome_log.py)
+                            it was due and ran, and its error (rundir/outcome_log.py)
       metrics/<node>.jsonl  scraped samples, one line each:
                             {"time_ns", "node", "name", "labels": {str: str}, "value": float}
       metrics.parquet       compacted metrics (flat: topic and partition lifted from labels)
