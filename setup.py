@@ -15,6 +15,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "rundir": ("cluster",),  # the run directory's format: written by the harness, read by all
     "harness": ("cluster", "rundir"),  # runs a scenario into a run directory
     "analysis": ("cluster", "rundir"),  # judges a run directory
+    "jobs": ("cluster", "rundir", "harness", "analysis"),  # runs, then judges: the CLI
 }
 
 packages: list[str] = []

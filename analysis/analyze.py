@@ -2,9 +2,10 @@
 checkers for histories small enough that Spark's start-up would cost more than the judging.
 
 ``analyze(run_dir, master, engine)`` returns the :class:`Verdict` (its ``engine`` says which
-judged); ``main_analyze`` is what ``txnchaos analyze`` and ``txnchaos run`` call: it prints a
-summary and returns the exit code — 0 valid, 1 anomalies found, 2 the run directory is
-unreadable (message on stderr).  This module and the reference path never import pyspark.
+judged); a :class:`RunJudge` is what ``txnchaos analyze``, ``run``, ``nightly``, ``repro`` and
+``shrink`` judge with (the harness's ``Judge``: it prints a summary and returns the exit code —
+0 valid, 1 anomalies found, 2 the run directory is unreadable).  This module and the reference
+path never import pyspark.
 """
 
 from __future__ import annotations
@@ -12,13 +13,17 @@ from __future__ import annotations
 import os
 import sys
 import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TextIO
 
 import pyarrow.parquet as pq
 
-from ..rundir.run_dir import REPORT_HTML, VERDICT_JSON, RunDir, RunDirError
+from ..rundir.run_dir import RunDir, RunDirError
+from ..rundir.verdict_file import REPORT_HTML, VERDICT_JSON
 from .load import prepare_run
-from .verdict import AUTO, ENGINES, REFERENCE, SPARK, Verdict
+from .verdict import AUTO, ENGINES, REFERENCE, SPARK, Resembles, Verdict
 
 #: history rows up to which the reference judges faster than Spark starts and judges
 #: (measured by bench/reference.py: its row in bench/README.md)
@@ -51,10 +56,12 @@ def analyze(
     examples: int = 5,
     write: bool = True,
     input_uri: str | None = None,
+    resembles: Resembles | None = None,
 ) -> Verdict:
     """Judge one run directory with ``engine`` (see :func:`choose_engine`; Spark when its
-    executors read a copy at ``input_uri``).  Raises :class:`RunDirError` if the run directory
-    cannot be read or a Spark setting is bad."""
+    executors read a copy at ``input_uri``); the report of an invalid run names the known
+    bugs ``resembles`` finds.  Raises :class:`RunDirError` if the run directory cannot be read
+    or a Spark setting is bad."""
     t0 = time.perf_counter()
     run = prepare_run(run_dir)
     chosen = SPARK if input_uri is not None else choose_engine(run, engine, master)
@@ -62,8 +69,10 @@ def analyze(
         from .reference.verdict import reference_verdict
 
         validate = {"validate_s": time.perf_counter() - t0}
-        return reference_verdict(run_dir, run, examples=examples, write=write, timings=validate)
-    return _spark_verdict(run_dir, master, examples, write, input_uri)
+        return reference_verdict(
+            run_dir, run, examples=examples, write=write, timings=validate, resembles=resembles
+        )
+    return _spark_verdict(run_dir, master, examples, write, input_uri, resembles)
 
 
 def _spark_verdict(
@@ -72,6 +81,7 @@ def _spark_verdict(
     examples: int,
     write: bool,
     input_uri: str | None = None,
+    resembles: Resembles | None = None,
 ) -> Verdict:
     """The Spark pipeline's verdict; a bad ``TXNCHAOS_SPARK_*`` setting or a file Spark could
     not read raised as :class:`RunDirError`."""
@@ -80,7 +90,14 @@ def _spark_verdict(
     from .pipeline import analyze as spark_analyze
 
     try:
-        return spark_analyze(run_dir, master, examples=examples, write=write, input_uri=input_uri)
+        return spark_analyze(
+            run_dir,
+            master,
+            examples=examples,
+            write=write,
+            input_uri=input_uri,
+            resembles=resembles,
+        )
     except SparkSettingsError as e:
         raise RunDirError(str(e)) from e
     except RunDirError:
@@ -92,20 +109,50 @@ def _spark_verdict(
         raise RunDirError(unreadable) from e
 
 
+@dataclass
+class RunJudge:
+    """Judges run directories with one engine: what the commands that judge runs hand the
+    harness (it satisfies harness/run/judge.py's ``Judge`` without importing the harness)."""
+
+    engine: str = AUTO
+    master: str | None = None
+    #: Spark settings the session gets (``--conf K=V``)
+    conf: Mapping[str, str] = field(default_factory=dict)
+    #: the Spark application's name
+    app_name: str = "txnchaos"
+    #: where a cluster's executors read the run directory's Parquet files (input_uri.py)
+    input_uri: str | None = None
+    #: the known bugs an invalid run resembles (the reproduction catalogue's: jobs/ gives it)
+    resembles: Resembles | None = None
+
+    def warm(self) -> None:
+        """Nothing to start ahead yet."""
+
+    def judge(self, run_dir: str | os.PathLike[str], out: TextIO | None = None) -> int:
+        """Judge ``run_dir``: write verdict.json and report.html, print a summary to ``out``
+        (default stdout); 0 valid, 1 anomalies found, 2 unreadable (said on stderr, or on
+        ``out`` when given)."""
+        try:
+            verdict = analyze(
+                run_dir,
+                self.master,
+                self.engine,
+                input_uri=self.input_uri,
+                resembles=self.resembles,
+            )
+        except RunDirError as e:
+            print(f"txnchaos analyze: {e}", file=out or sys.stderr, flush=True)
+            return 2
+        print(verdict.summary(), file=out or sys.stdout)
+        print(f"wrote {Path(run_dir) / VERDICT_JSON} and {Path(run_dir) / REPORT_HTML}", file=out)
+        return verdict.exit_code
+
+
 def main_analyze(
     run_dir: str | os.PathLike[str],
     master: str | None = None,
     engine: str = AUTO,
     input_uri: str | None = None,
 ) -> int:
-    """Entry point for ``txnchaos analyze RUN_DIR [--master URL] [--engine E]``: prints a
-    summary, writes verdict.json and report.html into RUN_DIR, returns 0 (valid), 1 (anomalies)
-    or 2 (the run directory is unreadable, or a ``TXNCHAOS_SPARK_*`` setting is bad)."""
-    try:
-        verdict = analyze(run_dir, master, engine, input_uri=input_uri)
-    except RunDirError as e:
-        print(f"txnchaos analyze: {e}", file=sys.stderr)
-        return 2
-    print(verdict.summary())
-    print(f"wrote {Path(run_dir) / VERDICT_JSON} and {Path(run_dir) / REPORT_HTML}")
-    return verdict.exit_code
+    """``txnchaos analyze RUN_DIR [--master URL] [--engine E]``: see :meth:`RunJudge.judge`."""
+    return RunJudge(engine, master, input_uri=input_uri).judge(run_dir)

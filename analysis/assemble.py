@@ -9,8 +9,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..rundir.run_dir import REPORT_HTML, VERDICT_JSON
-from .verdict import INVALID, UNKNOWN, VALID, CheckerVerdict, Verdict
+from ..rundir.verdict_file import REPORT_HTML, VERDICT_JSON
+from .verdict import INVALID, UNKNOWN, VALID, CheckerVerdict, Resembles, Verdict, resemblance
 
 SEC = 1_000_000_000
 
@@ -121,10 +121,14 @@ def checker_verdicts(
     return result
 
 
-def write_verdict(verdict: Verdict, run_dir: str | os.PathLike[str]) -> None:
-    """verdict.json and report.html into the run directory."""
+def write_verdict(
+    verdict: Verdict, run_dir: str | os.PathLike[str], resembles: Resembles | None = None
+) -> None:
+    """verdict.json and report.html into the run directory (an invalid verdict says first
+    which known bugs it resembles)."""
     from .report import render_report
 
+    verdict.resembles = resemblance(verdict, resembles)
     root = Path(run_dir)
     verdict.write(root / VERDICT_JSON)
     (root / REPORT_HTML).write_text(render_report(verdict), encoding="utf-8")

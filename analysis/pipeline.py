@@ -52,7 +52,7 @@ from .projections import Projections
 from .report_series import MAX_PLOT_PARTITIONS, MAX_PLOT_POINTS
 from .report_series_spark import report_series
 from .summary import Summary, summarize
-from .verdict import SPARK, Verdict, overall_status
+from .verdict import SPARK, Resembles, Verdict, overall_status
 
 #: what runs when: derived from what each registered checker reads (checkers/registry.py)
 SCHEDULE = schedule(CHECKERS)
@@ -222,6 +222,7 @@ def analyze(
     examples: int = 5,
     write: bool = True,
     input_uri: str | None = None,
+    resembles: Resembles | None = None,
 ) -> Verdict:
     """Judge one run directory (its Parquet files read by the executors from ``input_uri``, a
     copy of it, if given: see input_uri.py). Raises :class:`RunDirError` if it cannot be read
@@ -351,7 +352,7 @@ def analyze(
     timings["total_s"] = time.perf_counter() - t0
     class_archive.build_later(run_dir)
     if write:
-        write_verdict(verdict, run_dir)
+        write_verdict(verdict, run_dir, resembles)
     return verdict
 
 

@@ -5,11 +5,28 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-VALID, INVALID, UNKNOWN = "valid", "invalid", "unknown"
+from ..rundir.verdict_file import INVALID, UNKNOWN, VALID, nemesis_error_line, nemesis_line
+
+__all__ = [
+    "INVALID",
+    "UNKNOWN",
+    "VALID",
+    "CheckerVerdict",
+    "Resembles",
+    "Verdict",
+    "overall_status",
+    "run_settings",
+]
+
+#: (the checkers that flagged a run, its cluster's ``key=value`` settings) -> sentences naming
+#: the known bugs it resembles: the reproduction catalogue's, which the analysis does not
+#: know; the layer above supplies it (jobs/, from harness/repro/resemblance.py)
+Resembles = Callable[[set[str], list[str]], list[str]]
 #: the engines that judge a run; ``auto`` lets analysis/analyze.py choose by history size
 AUTO, SPARK, REFERENCE = "auto", "spark", "reference"
 ENGINES = (AUTO, SPARK, REFERENCE)
@@ -45,6 +62,8 @@ class Verdict:
     engine: str | None = None
     #: how the nemesis carried out its schedule (nemesis_outcome.py); None: no nemesis log
     nemesis: dict[str, Any] | None = None
+    #: the known bugs an invalid run resembles, in words (see :data:`Resembles`)
+    resembles: list[str] = field(default_factory=list)
 
     @property
     def valid(self) -> bool:
@@ -83,11 +102,24 @@ class Verdict:
             )
         lines += [f"  note: {n}" for n in self.notes]
         if self.nemesis is not None:
-            from .nemesis_outcome import describe, error_text
-
-            lines.append(f"  nemesis: {describe(self.nemesis)}")
-            lines += [f"  nemesis error: {error_text(e)}" for e in self.nemesis["errors"]]
+            lines.append(f"  nemesis: {nemesis_line(self.nemesis)}")
+            lines += [f"  nemesis error: {nemesis_error_line(e)}" for e in self.nemesis["errors"]]
         return "\n".join(lines)
+
+
+def run_settings(run: dict[str, Any]) -> list[str]:
+    """The cluster's ``key=value`` settings as run.json records them (local and docker)."""
+    spec = (run.get("cluster") or {}).get("spec") or {}
+    settings = spec.get("settings") if isinstance(spec, dict) else None
+    return [str(s) for s in settings] if isinstance(settings, list) else []
+
+
+def resemblance(verdict: Verdict, resembles: Resembles | None) -> list[str]:
+    """What ``resembles`` says of an invalid verdict (nothing of a valid one)."""
+    flagged = {c.name for c in verdict.checkers.values() if c.status == INVALID}
+    if resembles is None or not flagged:
+        return []
+    return resembles(flagged, run_settings(verdict.run))
 
 
 def overall_status(checkers: dict[str, CheckerVerdict]) -> str:
@@ -97,15 +129,3 @@ def overall_status(checkers: dict[str, CheckerVerdict]) -> str:
     if statuses == {UNKNOWN}:
         return UNKNOWN
     return VALID
-
-
-def anomalies_by_checker(verdict: dict[str, Any]) -> dict[str, int]:
-    """Anomalies per checker that found some, from a verdict.json (at least 1 per invalid
-    checker, whatever its count says)."""
-    out: dict[str, int] = {}
-    for name, checker in (verdict.get("checkers") or {}).items():
-        if not isinstance(checker, dict) or checker.get("status") != INVALID:
-            continue
-        count = checker.get("anomaly_count")
-        out[str(name)] = int(count) if isinstance(count, int) and count > 0 else 1
-    return out

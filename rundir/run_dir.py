@@ -67,8 +67,6 @@ FAULTS_JSONL = "faults.jsonl"
 METRICS_DIR = "metrics"
 METRICS_PARQUET = "metrics.parquet"
 FINAL_STATE_JSON = "final_state.json"
-VERDICT_JSON = "verdict.json"
-REPORT_HTML = "report.html"
 
 DEFAULT_TRANSACTION_MAX_TIMEOUT_MS = 900_000  # Kafka's transaction.max.timeout.ms default
 DEFAULT_TRANSACTION_TIMEOUT_MS = 60_000  # librdkafka's transaction.timeout.ms default

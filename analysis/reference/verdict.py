@@ -17,7 +17,7 @@ from ..assemble import SEC, anomaly_results, checker_verdicts, write_verdict
 from ..fault_actions import read_schedule
 from ..load_stats import load_stats
 from ..nemesis_outcome import read_nemesis_section
-from ..verdict import REFERENCE, Verdict, overall_status
+from ..verdict import REFERENCE, Resembles, Verdict, overall_status
 from .hanging import RunFacts
 from .history import ops_from_rows
 from .indexes import Indexes
@@ -41,6 +41,7 @@ def reference_verdict(
     examples: int = 5,
     write: bool = True,
     timings: dict[str, float] | None = None,
+    resembles: Resembles | None = None,
 ) -> Verdict:
     """Judge ``run_dir``, already validated by ``prepare_run`` (``run``)."""
     timings = dict(timings or {})
@@ -93,5 +94,5 @@ def reference_verdict(
     timings["total_s"] = timings.get("validate_s", 0.0) + time.perf_counter() - t0
     verdict.timings = timings
     if write:
-        write_verdict(verdict, run_dir)
+        write_verdict(verdict, run_dir, resembles)
     return verdict

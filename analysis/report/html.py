@@ -9,9 +9,9 @@ from typing import Any
 
 import jinja2
 
+from ...rundir.verdict_file import nemesis_error_line, nemesis_line
 from ..fault_actions import group_faults
 from ..load_stats import load_stats
-from ..nemesis_outcome import describe, error_text
 from ..report_series import bucket_seconds
 from ..verdict import Verdict
 from . import charts, page
@@ -93,6 +93,6 @@ def render_report(v: Verdict) -> str:
         run_rows=page.key_values(v.run),
         stat_rows=page.key_values(stats),
         load=load,
-        nemesis_line=describe(v.nemesis) if v.nemesis else "",
-        nemesis_errors=[error_text(e) for e in (v.nemesis or {}).get("errors") or []],
+        nemesis_line=nemesis_line(v.nemesis) if v.nemesis else "",
+        nemesis_errors=[nemesis_error_line(e) for e in (v.nemesis or {}).get("errors") or []],
     )

@@ -9,7 +9,6 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
-from ...harness.repro.resemblance import resembling
 from ..fault_actions import FaultAction
 from ..verdict import INVALID, UNKNOWN, Verdict
 from .charts import Axis
@@ -165,16 +164,9 @@ def summary_paragraph(v: Verdict, actions: list[FaultAction], t0: int) -> str:
             f" Of the {total_t:,} anomalies with a time, {during:,} fell in a second when a "
             f"fault was active" + (f" ({_fault_list(faults)})." if faults else ".")
         )
-    for known in resembling({c.name for c in bad}, run_settings(v)):
-        text += " " + known.sentence()
+    for sentence in v.resembles:
+        text += " " + sentence
     return text
-
-
-def run_settings(v: Verdict) -> list[str]:
-    """The cluster's ``key=value`` settings as run.json records them (local and docker)."""
-    spec = (v.run.get("cluster") or {}).get("spec") or {}
-    settings = spec.get("settings") if isinstance(spec, dict) else None
-    return [str(s) for s in settings] if isinstance(settings, list) else []
 
 
 @dataclass

@@ -12,6 +12,7 @@ from typing import Any
 
 from rich.console import Console
 
+from ..run.judge import Judge
 from .junit import write_junit
 from .pages import write_summary_html, write_trend
 from .plan import (
@@ -44,6 +45,9 @@ class NightlyOptions:
     duration: float | None = None
     argv: list[str] = field(default_factory=list)  # how the night was started, for the record
     shrink: ShrinkPolicy = field(default_factory=ShrinkPolicy)
+    #: judges every run of the night (one engine, one Spark session, for all of them);
+    #: None: the night cannot run
+    judge: Judge | None = None
 
     def run_args(self) -> list[str]:
         """Options every run gets (after SCENARIO --seed S)."""
@@ -87,6 +91,8 @@ class Night:
         self.walls: dict[str, list[float]] = {}
         self.clock0 = time.monotonic()
         self.stopped: str | None = None
+        assert options.judge is not None, "a night's runs need a judge"
+        self.judge: Judge = options.judge
 
     def run(self) -> int:
         first = nth_run(self.scenarios, self.seed_base, 1)
@@ -155,7 +161,7 @@ class Night:
             command=shown(run_command(run, None, self.options.run_args())),
         )
         try:
-            outcome = execute(run, out, log, self.options.run_args())
+            outcome = execute(run, out, log, self.options.run_args(), self.judge)
         except KeyboardInterrupt:
             row.failure = "interrupted"
             self.rows.append(row)
@@ -182,7 +188,7 @@ class Night:
                 return
             budget = min(budget, left)
         self.console.print(f"    shrinking it (budget {budget:.0f}s) ...")
-        shrink_row(row, self.dir, budget)
+        shrink_row(row, self.dir, budget, self.judge)
         where = f" ({row.shrunk})" if row.shrunk else ""
         self.console.print(f"    {row.shrink_note}{where}")
         self.write()

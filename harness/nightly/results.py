@@ -9,8 +9,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ...analysis.nemesis_outcome import describe, error_text
-from ...analysis.verdict import anomalies_by_checker
+from ...rundir.verdict_file import anomalies_by_checker, nemesis_error_line, nemesis_line
 
 VALID = "valid"
 INVALID = "invalid"
@@ -128,8 +127,8 @@ def fill_from_run_dir(row: RunRow, night_dir: Path) -> RunRow:
         row.committed, row.throughput = throughput_of(verdict)
         nemesis = verdict.get("nemesis")
         if isinstance(nemesis, dict):
-            row.nemesis = describe(nemesis)
-            row.nemesis_errors = [error_text(e) for e in nemesis.get("errors") or []]
+            row.nemesis = nemesis_line(nemesis)
+            row.nemesis_errors = [nemesis_error_line(e) for e in nemesis.get("errors") or []]
     if (run_dir / "report.html").is_file():
         row.report = f"{row.run_dir}/report.html"
     if row.verdict == HARNESS_FAILED:

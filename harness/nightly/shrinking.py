@@ -10,6 +10,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from ..run.judge import Judge
 from .results import INVALID, RunRow
 
 #: wall time one invalid run may spend on re-runs by default (``--shrink-budget``)
@@ -28,7 +29,7 @@ def wanted(row: RunRow) -> bool:
     return row.verdict == INVALID and not row.passed
 
 
-def shrink_row(row: RunRow, night_dir: Path, budget_s: float) -> None:
+def shrink_row(row: RunRow, night_dir: Path, budget_s: float, judge: Judge) -> None:
     """Shrink ``row``'s run within ``budget_s`` and record the outcome in the row: the minimal
     scenario (relative to the night's directory), the re-runs it took, a one-line note.  Its
     output goes to a log of its own beside the run's."""
@@ -41,7 +42,7 @@ def shrink_row(row: RunRow, night_dir: Path, budget_s: float) -> None:
     with log.open("w", encoding="utf-8") as sink:
         console = Console(file=sink, width=120, no_color=True)
         try:
-            result = shrink_run(run_dir, budget_s, console=console)
+            result = shrink_run(run_dir, budget_s, judge, console=console)
         except ShrinkError as exc:
             row.shrink_note = f"not shrunk: {exc}"
             return

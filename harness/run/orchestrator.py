@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -48,6 +47,7 @@ from ..workload.web import (
     read_started,
     read_web_url,
 )
+from .judge import Judge
 from .progress import Progress
 from .scenario import Scenario, scenario_as_run
 
@@ -75,12 +75,9 @@ class RunOptions:
     metrics: dict[int, str] | None = None
     duration: float | None = None
     out: Path | None = None
-    analyze: bool = True
-    #: what judges the run: auto (the reference engine for small histories), spark, reference
-    engine: str = "auto"
-    #: the Spark master that judges the run (None: local[2]); a cluster's executors read the run
-    #: directory at its absolute path, so it must be on a mount they share
-    spark_master: str | None = None
+    #: what judges the run once it is recorded (None: recorded only); warmed when the
+    #: workload starts, so a JVM it needs starts while the run goes on
+    judge: Judge | None = None
     web: bool = False
     web_host: str = "127.0.0.1"
     #: None: the workload process binds a free port
@@ -182,10 +179,10 @@ class Orchestrator:
                 f"(analysable: txnchaos analyze {self.run_dir})"
             )
             return EXIT_HARNESS_FAILED
-        if not self.options.analyze:
+        if self.options.judge is None:
             self.console.print(f"done; judge it with: txnchaos analyze {self.run_dir}")
             return EXIT_VALID
-        return self._analyze()
+        return self._analyze(self.options.judge)
 
     def _run_phases(self) -> None:
         scenario = self.scenario
@@ -233,6 +230,8 @@ class Orchestrator:
             # schedule.json counts from the users' start (a master's: once its workers are
             # in): the nemesis clock starts there, and the report places its actions by it
             self.state.info["workload_started_ns"] = self._wait_users_started(st.workload)
+            if self.options.judge is not None:
+                self.options.judge.warm()  # the run will be judged: its engine starts now
             origin = time.monotonic()
             st.sampler = OffsetsSampler(
                 self.run_dir, handle.bootstrap, self.partitions, security=self.security
@@ -508,11 +507,9 @@ class Orchestrator:
         root.addHandler(handler)
         root.setLevel(logging.INFO)
 
-    def _analyze(self) -> int:
-        from ...analysis.analyze import main_analyze
-
+    def _analyze(self, judge: Judge) -> int:
         with self.progress.phase("judging the run"):
-            code = main_analyze(self.run_dir, self.options.spark_master, engine=self.options.engine)
+            code = judge.judge(self.run_dir)
         expected = self.scenario.expect.verdict
         got = "valid" if code == EXIT_VALID else "invalid" if code == EXIT_ANOMALIES else "?"
         if got != "?" and got != expected:
@@ -542,10 +539,4 @@ def _last_json_line(path: Path) -> dict[str, Any] | None:
 
 
 def run_scenario(scenario: Scenario, options: RunOptions, console: Console | None = None) -> int:
-    console = console or Console()
-    if shutil.which("java") is None and options.analyze and options.engine != "reference":
-        console.print(
-            "[yellow]java is not installed: a run judged by PySpark (a large history, "
-            "--engine spark or --master) will fail to be judged[/]"
-        )
-    return Orchestrator(scenario, options, console).run()
+    return Orchestrator(scenario, options, console or Console()).run()

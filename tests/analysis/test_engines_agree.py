@@ -75,7 +75,7 @@ def test_the_reference_path_imports_no_pyspark(tmp_path: Path) -> None:
     synth.write(tmp_path)
     code = (
         "import sys\n"
-        "from txnchaos.harness.cli import main\n"
+        "from txnchaos.jobs.cli import main\n"
         "try:\n"
         f"    main(['analyze', {str(tmp_path)!r}])\n"
         "except SystemExit as e:\n"

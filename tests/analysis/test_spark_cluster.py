@@ -160,7 +160,7 @@ def test_a_cluster_judges_a_run_as_the_local_master_does(
         [
             sys.executable,
             "-m",
-            "txnchaos.harness.cli",
+            "txnchaos.jobs.cli",
             "analyze",
             str(run_dir),
             "--master",

@@ -45,7 +45,7 @@ def test_a_night_with_a_valid_and_an_invalid_run(tmp_path: Path) -> None:
     args = ["nightly", str(scenarios), "--runs", "2", "--out", str(root), "--seed-base", "40"]
     args += ["--shrink-budget", "1s"]
     proc = subprocess.run(
-        [sys.executable, "-m", "txnchaos.harness.cli", *args],
+        [sys.executable, "-m", "txnchaos.jobs.cli", *args],
         capture_output=True,
         text=True,
         timeout=900,

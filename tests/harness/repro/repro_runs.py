@@ -26,7 +26,7 @@ def run_entry(name: str, out: Path, config: str | None = None) -> dict[str, dict
     if config is not None:
         command += ["--config", config]
     proc = subprocess.run(
-        [sys.executable, "-m", "txnchaos.harness.cli", *command],
+        [sys.executable, "-m", "txnchaos.jobs.cli", *command],
         capture_output=True,
         text=True,
         timeout=900,

@@ -70,7 +70,7 @@ def run(tv: int, tmp_path: Path) -> tuple[int, Path]:
     scenario.write_text(yaml.safe_dump(together(tv), sort_keys=False))
     out = tmp_path / f"run-tv{tv}"
     proc = subprocess.run(
-        [sys.executable, "-m", "txnchaos.harness.cli", "run", str(scenario), "--out", str(out)],
+        [sys.executable, "-m", "txnchaos.jobs.cli", "run", str(scenario), "--out", str(out)],
         capture_output=True,
         text=True,
         timeout=600,

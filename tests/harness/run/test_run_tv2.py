@@ -26,7 +26,7 @@ def test_tv2_smoke_run_is_valid(spark: SparkSession, tmp_path: Path) -> None:
     out = tmp_path / "run"
     args = ["run", "scenarios/tv2-smoke.yaml", "--out", str(out)]
     proc = subprocess.run(
-        [sys.executable, "-m", "txnchaos.harness.cli", *args],
+        [sys.executable, "-m", "txnchaos.jobs.cli", *args],
         capture_output=True,
         text=True,
         cwd=ROOT,

@@ -83,7 +83,7 @@ def complete(stats: dict[str, Any]) -> bool:
 
 def txnchaos(*args: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "txnchaos.harness.cli", *args],
+        [sys.executable, "-m", "txnchaos.jobs.cli", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,

@@ -1,4 +1,5 @@
-"""``txnchaos repro``: the command line of the reproduction catalogue."""
+"""``txnchaos repro``: the command line of the reproduction catalogue (harness/repro/); every
+configuration's run judged by one judge (one engine, one Spark session)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from pathlib import Path
 import click
 from rich.console import Console
 
-from ..cli_input import InputError, Seconds, check_bootstrap
+from ..harness.cli_input import InputError, Seconds, check_bootstrap
+from .options import engine_options
 
 
 @click.command("repro")
@@ -45,6 +47,7 @@ from ..cli_input import InputError, Seconds, check_bootstrap
     help="Catalogue directory (default scenarios/repro).",
 )
 @click.option("--json", "as_json", is_flag=True, help="With `list`: the catalogue as JSON.")
+@engine_options
 def repro_command(
     name: str,
     config: str | None,
@@ -55,6 +58,8 @@ def repro_command(
     out: Path | None,
     catalogue: Path | None,
     as_json: bool,
+    engine: str,
+    spark_master: str | None,
 ) -> None:
     """Reproduce a known hanging-transaction bug: `txnchaos repro list` prints the
     catalogue (name, bug report, design section (KIP), what a user sees, configurations);
@@ -67,8 +72,9 @@ def repro_command(
     entry's workload and faults run against that cluster and the verdict is reported
     without a prediction (exit 0 valid, 1 anomalies).
     """
-    from .catalogue import CatalogueError, find, load_catalogue
-    from .command import ReproOptions, catalogue_rows, reproduce, show_catalogue
+    from ..harness.repro.catalogue import CatalogueError, find, load_catalogue
+    from ..harness.repro.command import ReproOptions, catalogue_rows, reproduce, show_catalogue
+    from .judging import run_judge
 
     console = Console()
     try:
@@ -86,7 +92,8 @@ def repro_command(
         target = out or Path("runs") / f"repro-{name}-{stamp}"
         if target.exists() and any(target.iterdir()):
             raise InputError(f"--out {target} exists and is not empty")
-        options = ReproOptions(target, config, tv, seed, bootstrap, duration)
+        judge = run_judge(engine, spark_master, f"txnchaos repro {name}")
+        options = ReproOptions(target, config, tv, seed, bootstrap, duration, judge)
         code = reproduce(entry, options, console)
     except CatalogueError as exc:
         raise InputError(str(exc)) from exc

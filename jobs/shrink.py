@@ -1,4 +1,5 @@
-"""``txnchaos shrink``: the command line of the reproducer shrinker."""
+"""``txnchaos shrink``: the command line of the reproducer shrinker (harness/shrink/); every
+re-run judged by one judge (one engine, one Spark session)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ from pathlib import Path
 
 import click
 
-from ..cli_input import InputError
+from ..harness.cli_input import InputError
+from .options import engine_options
 
 
 @click.command("shrink")
@@ -34,8 +36,14 @@ from ..cli_input import InputError
     default=None,
     help="The run's scenario file, for a run directory without scenario.yaml.",
 )
+@engine_options
 def shrink_command(
-    run_dir: Path, budget: float, anomalies: tuple[str, ...], scenario_file: Path | None
+    run_dir: Path,
+    budget: float,
+    anomalies: tuple[str, ...],
+    scenario_file: Path | None,
+    engine: str,
+    spark_master: str | None,
 ) -> None:
     """Shrink an invalid run to a minimal reproducer: re-run it on the same seed with
     fewer faults (delta debugging over the schedule), a shorter workload and fewer users,
@@ -46,10 +54,12 @@ def shrink_command(
     Exit code 0: shrunk.yaml written; 1: the anomaly did not come back on a re-run;
     2: bad input (not an invalid run, no scenario).
     """
-    from .command import ShrinkError, main_shrink
+    from ..harness.shrink.command import ShrinkError, main_shrink
+    from .judging import run_judge
 
+    judge = run_judge(engine, spark_master, f"txnchaos shrink {run_dir.name}")
     try:
-        code = main_shrink(run_dir, budget * 60, list(anomalies), scenario_file)
+        code = main_shrink(run_dir, budget * 60, list(anomalies), scenario_file, judge)
     except ShrinkError as exc:
         raise InputError(str(exc)) from exc
     sys.exit(code)

@@ -1,4 +1,5 @@
-"""``txnchaos nightly``: the command line of the nightly loop (see the package docstring)."""
+"""``txnchaos nightly``: the command line of the nightly loop (harness/nightly/: plan, run,
+summarise); every run of the night judged by one judge (one engine, one Spark session)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,10 @@ from pathlib import Path
 
 import click
 
-from ..cli_input import InputError, Seconds, check_bootstrap
-from .plan import PlanError, parse_duration
-from .shrinking import DEFAULT_SHRINK_BUDGET_S, ShrinkPolicy
+from ..harness.cli_input import InputError, Seconds, check_bootstrap
+from ..harness.nightly.plan import PlanError, parse_duration
+from ..harness.nightly.shrinking import DEFAULT_SHRINK_BUDGET_S, ShrinkPolicy
+from .options import engine_options
 
 
 def _budget(ctx: click.Context, param: click.Parameter, value: str | None) -> float | None:
@@ -81,6 +83,7 @@ def _budget(ctx: click.Context, param: click.Parameter, value: str | None) -> fl
     help=f"Wall time of re-runs per invalid run (default {DEFAULT_SHRINK_BUDGET_S / 60:g}m; "
     "never more than a --budget night has left).",
 )
+@engine_options
 def nightly_command(
     scenarios: tuple[Path, ...],
     runs: int | None,
@@ -92,6 +95,8 @@ def nightly_command(
     duration: float | None,
     shrink: bool,
     shrink_budget_s: float | None,
+    engine: str,
+    spark_master: str | None,
 ) -> None:
     """Run scenarios (files, or directories of *.yaml; default scenarios/nightly) again
     and again with new seeds, one after another, for --runs N runs or a --budget of wall
@@ -110,7 +115,8 @@ def nightly_command(
         raise InputError(f"--out {out} is not a directory")
     if not shrink and shrink_budget_s is not None:
         raise click.UsageError("--shrink-budget is for shrinking: not with --no-shrink")
-    from .command import NightlyOptions, main_nightly
+    from ..harness.nightly.command import NightlyOptions, main_nightly
+    from .judging import run_judge
 
     argv = [a for a in sys.argv[1:] if a != "nightly"]
     options = NightlyOptions(
@@ -124,6 +130,7 @@ def nightly_command(
         duration=duration,
         argv=_without_seed_base(argv),
         shrink=ShrinkPolicy(shrink, shrink_budget_s or DEFAULT_SHRINK_BUDGET_S),
+        judge=run_judge(engine, spark_master, "txnchaos nightly"),
     )
     try:
         code = main_nightly(options)
