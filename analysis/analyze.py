@@ -85,9 +85,9 @@ def _spark_verdict(
 ) -> Verdict:
     """The Spark pipeline's verdict; a bad ``TXNCHAOS_SPARK_*`` setting or a file Spark could
     not read raised as :class:`RunDirError`."""
-    from .engine import SparkSettingsError
     from .load import unreadable_file
-    from .pipeline import analyze as spark_analyze
+    from .spark import SparkSettingsError
+    from .spark.pipeline import analyze as spark_analyze
 
     try:
         return spark_analyze(

@@ -34,8 +34,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.run_dir is None:
         ap.error("RUN_DIR is required")
     from .analyze import main_analyze
-    from .engine.session import submitted_session
     from .input_uri import InputUriError, parse_input_uri
+    from .spark.session import submitted_session
 
     try:
         input_uri = parse_input_uri(args.input_uri) if args.input_uri is not None else None

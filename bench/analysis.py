@@ -85,8 +85,8 @@ def jvm_cpu_seconds() -> float | None:
 
 
 def run_one(run_dir: Path, master: str | None) -> None:
-    from txnchaos.analysis.engine import class_archive
-    from txnchaos.analysis.pipeline import analyze
+    from txnchaos.analysis.spark import class_archive
+    from txnchaos.analysis.spark.pipeline import analyze
 
     t = time.perf_counter()
     v = analyze(run_dir, master)
@@ -115,7 +115,7 @@ def end_jvm() -> None:
     running (~0.6 s here) while the next size's process starts."""
     from pyspark import SparkContext
 
-    from txnchaos.analysis.engine import class_archive
+    from txnchaos.analysis.spark import class_archive
 
     class_archive.end_jvm(getattr(SparkContext._gateway, "proc", None), timeout_s=120)
 

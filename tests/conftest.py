@@ -70,7 +70,7 @@ def fresh_cluster(tmp_path: Path) -> Iterator[LocalCluster]:
 def spark() -> Iterator[SparkSession]:
     """One SparkSession for every test that judges with Spark (starting Spark costs seconds;
     imported here only when a test asks for it)."""
-    from txnchaos.analysis.engine import get_session
+    from txnchaos.analysis.spark import get_session
 
     session = get_session("local[2]", app_name="txnchaos-analysis-tests")
     yield session

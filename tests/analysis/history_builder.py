@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from txnchaos.analysis.model.history import write_history
 from txnchaos.analysis.reference import Item, Op, RunFacts, judge
-from txnchaos.analysis.reference.history import write_history
 from txnchaos.rundir.run_dir import write_run_info
 from txnchaos.rundir.schema import EventType, Outcome
 

@@ -12,9 +12,9 @@ import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import SparkSession
 
-from txnchaos.analysis import pipeline
 from txnchaos.analysis.analyze import main_analyze
 from txnchaos.analysis.load import prepare_run
+from txnchaos.analysis.spark import pipeline
 from txnchaos.rundir.compact import (
     compact_metrics,
     compact_to_parquet,

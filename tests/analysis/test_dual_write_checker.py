@@ -11,8 +11,8 @@ import pytest
 from pyspark.sql import SparkSession
 
 from txnchaos.analysis.analyze import analyze
-from txnchaos.analysis.pipeline import analyze as spark_analyze
 from txnchaos.analysis.reference import Item
+from txnchaos.analysis.spark.pipeline import analyze as spark_analyze
 from txnchaos.rundir.dual_write_db import (
     DbRowJson,
     DualWriteDb,

@@ -15,9 +15,9 @@ from pyspark.sql import SparkSession
 
 from txnchaos.analysis import analyze as engines
 from txnchaos.analysis.load import prepare_run
-from txnchaos.analysis.pipeline import CHECKERS
-from txnchaos.analysis.pipeline import analyze as spark_analyze
 from txnchaos.analysis.reference import judge
+from txnchaos.analysis.spark.pipeline import CHECKERS
+from txnchaos.analysis.spark.pipeline import analyze as spark_analyze
 from txnchaos_testing.synthetic import Synth, SynthConfig
 
 from .engine_support import EXAMPLES, assert_same_verdict

@@ -10,7 +10,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from txnchaos.analysis import analyze as engines
-from txnchaos.analysis.pipeline import analyze as spark_analyze
+from txnchaos.analysis.spark.pipeline import analyze as spark_analyze
 from txnchaos.analysis.verdict import Verdict
 from txnchaos.rundir.schema import MetricName
 from txnchaos_testing.synthetic import Synth, SynthConfig

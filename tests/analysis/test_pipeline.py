@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from pyspark.sql import DataFrame, SparkSession
 
-from txnchaos.analysis import pipeline
+from txnchaos.analysis.spark import pipeline
 from txnchaos.rundir.run_dir import write_run_info
 from txnchaos.rundir.schema import EventType, encode_value
 from txnchaos.rundir.writer import HistoryWriter

@@ -58,7 +58,7 @@ def assert_as_predicted(
 
 def assert_engines_agree(run_dir: Path, spark: SparkSession) -> None:
     """The run was judged by the reference checkers, and Spark's verdict is the same."""
-    from txnchaos.analysis.pipeline import analyze as spark_analyze
+    from txnchaos.analysis.spark.pipeline import analyze as spark_analyze
 
     assert json.loads((run_dir / "verdict.json").read_text())["engine"] == "reference"
     reference = analyze(run_dir, engine="reference", write=False)

@@ -15,7 +15,7 @@ from pyspark.sql import SparkSession
 
 from tests.analysis.engine_support import assert_same_verdict
 from txnchaos.analysis.analyze import analyze
-from txnchaos.analysis.pipeline import analyze as spark_analyze
+from txnchaos.analysis.spark.pipeline import analyze as spark_analyze
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
