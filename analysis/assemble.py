@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..rundir.run_dir import RunDir
-from ..rundir.verdict_file import REPORT_HTML, VERDICT_JSON
+from ..rundir.verdict_file import REPORT_HTML, VERDICT_JSON, judged_cluster
 from .fault_actions import read_schedule
 from .load_stats import load_stats
 from .nemesis_outcome import read_nemesis_section
@@ -158,6 +158,8 @@ class Judgement:
     lso: dict[str, Any] = field(default_factory=dict)
     plots: dict[str, Any] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
+    #: the Spark application that judged (None: the reference engine)
+    spark: dict[str, Any] | None = None
 
 
 def build_verdict(run_dir: str | os.PathLike[str], run: RunDir, judged: Judgement) -> Verdict:
@@ -190,6 +192,8 @@ def build_verdict(run_dir: str | os.PathLike[str], run: RunDir, judged: Judgemen
         notes=list(run.notes) + [n for n in (schedule_note, nemesis_note) if n],
         nemesis=nemesis,
         engine=judged.engine,
+        cluster=judged_cluster(run.info),
+        spark=judged.spark,
     )
 
 

@@ -1,9 +1,10 @@
 """A run directory, validated for judging, with errors that say what is wrong.
 
-``prepare_run`` validates without Spark (so a bad directory fails fast, before a JVM starts); a
-run directory holding only JSON Lines (a crashed or interrupted run) is compacted to Parquet
-first, so a partial run is still analysable.  Each engine then reads it: the Spark engine with
-explicit schemas (spark/load.py), the reference engine with pyarrow.
+``prepare_run`` validates without Spark (so a bad directory fails fast, before a JVM starts),
+and never writes: the analysis reads the run directory strictly; compacting a run left as JSON
+Lines is the writer side's (rundir/compact.py: the harness, or ``txnchaos analyze`` first).
+Each engine then reads it: the Spark engine with explicit schemas (spark/load.py), the
+reference engine with pyarrow.
 """
 
 from __future__ import annotations
@@ -16,8 +17,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..rundir.compact import (
-    compact_metrics,
-    compact_to_parquet,
     parquet_notes,
     read_faults,
 )
@@ -61,27 +60,18 @@ def _check_parquet(path: os.PathLike[str], expected: pa.Schema, what: str) -> No
 
 
 def prepare_run(path: str | os.PathLike[str]) -> RunDir:
-    """Validate a run directory without Spark: required files present, JSON Lines compacted to
-    Parquet (a crashed run), Parquet schemas as expected, the fault log readable.  Raises
-    :class:`RunDirError` (a bad line: :class:`CorruptLineError`, naming the file and line).
-    The returned run's ``notes`` say what was skipped: torn lines, at this compaction or the
-    one that wrote the Parquet files."""
+    """Validate a run directory without Spark, reading it only: required files present and
+    compacted (history.parquet, and metrics.parquet when the nodes' metrics were scraped:
+    the harness compacts every run it records, ``txnchaos analyze`` one it did not), Parquet
+    schemas as expected, the fault log readable.  Raises :class:`RunDirError` (a bad line:
+    :class:`CorruptLineError`, naming the file and line). The returned run's ``notes`` say
+    what the compaction skipped: torn lines."""
     run = open_run_dir(path)
     if run.history_parquet is None:
-        try:
-            compact_to_parquet(run.path)
-        except OSError as e:
-            raise RunDirError(f"cannot compact {run.path}/history/*.jsonl: {e}") from e
-        run = open_run_dir(path)
-    assert run.history_parquet is not None
-    _check_parquet(run.history_parquet, HISTORY_ARROW_SCHEMA, "history")
+        raise RunDirError(f"{run.path} has no history.parquet: the run was not compacted")
     if run.metrics_parquet is None and run.metrics_jsonl:
-        try:
-            compact_metrics(run.path)
-        except OSError as e:
-            raise RunDirError(f"cannot compact {run.path}/metrics/*.jsonl: {e}") from e
-        run = open_run_dir(path)
-    assert run.history_parquet is not None
+        raise RunDirError(f"{run.path} has no metrics.parquet: the metrics were not compacted")
+    _check_parquet(run.history_parquet, HISTORY_ARROW_SCHEMA, "history")
     notes = parquet_notes(run.history_parquet)
     if run.metrics_parquet is not None and run.info.get("metrics_supported", True):
         _check_parquet(run.metrics_parquet, METRIC_ARROW_SCHEMA, "metrics")

@@ -10,7 +10,15 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..rundir.verdict_file import INVALID, UNKNOWN, VALID, nemesis_error_line, nemesis_line
+from ..rundir.verdict_file import (
+    INVALID,
+    UNKNOWN,
+    VALID,
+    cluster_line,
+    engine_line,
+    nemesis_error_line,
+    nemesis_line,
+)
 
 __all__ = [
     "INVALID",
@@ -64,6 +72,11 @@ class Verdict:
     nemesis: dict[str, Any] | None = None
     #: the known bugs an invalid run resembles, in words (see :data:`Resembles`)
     resembles: list[str] = field(default_factory=list)
+    #: what was judged: the cluster's flavour, version and transaction.version (run.json's)
+    cluster: dict[str, Any] = field(default_factory=dict)
+    #: the Spark application that judged (master, application id and name, version, how its
+    #: session started); None when the reference engine judged
+    spark: dict[str, Any] | None = None
 
     @property
     def valid(self) -> bool:
@@ -85,8 +98,9 @@ class Verdict:
         tmp.replace(p)
 
     def summary(self) -> str:
-        engine = f", judged by {self.engine}" if self.engine else ""
-        lines = [f"verdict: {self.status.upper()}  ({self.run_dir}{engine})"]
+        lines = [f"verdict: {self.status.upper()}  ({self.run_dir})"]
+        lines.append(f"  {engine_line(self.to_json())}")
+        lines.append(f"  cluster: {cluster_line(self.cluster)}")
         for c in self.checkers.values():
             detail = (
                 ", ".join(f"{k}={v}" for k, v in c.counts.items() if v) if c.anomaly_count else ""

@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -45,8 +46,15 @@ for _name, _command in harness_commands.commands.items():
 @run_options
 @click.option("--no-analyze", is_flag=True, help="Record only; judge later with `analyze`.")
 @engine_options
-def run(no_analyze: bool, engine: str, spark_master: str | None, **params: Any) -> None:
-    """Run a scenario: cluster, workload and faults, then the verdict.
+def run(
+    no_analyze: bool,
+    engine: str,
+    spark_master: str | None,
+    spark_conf: dict[str, str],
+    **params: Any,
+) -> None:
+    """Run a scenario: cluster, workload and faults, then the verdict, judged by the PySpark
+    pipeline (its session starts while the workload runs).
 
     Exit code 0: valid; 1: anomalies found; 2: the harness itself failed (or was
     interrupted). The run directory keeps the history, fault log, metrics, final
@@ -58,8 +66,15 @@ def run(no_analyze: bool, engine: str, spark_master: str | None, **params: Any) 
 
     scenario, options = run_setup(**{k: params[k] for k in RUN_PARAMETERS})
     if not no_analyze:
+        if engine != "reference" and shutil.which("java") is None:
+            click.echo(
+                "txnchaos run: java is not installed: the run will be recorded but PySpark "
+                "cannot judge it (scripts/bootstrap.sh installs it; or --engine reference)",
+                err=True,
+            )
         name = (options.out or Path(scenario.name)).name
-        options.judge = run_judge(engine, spark_master, f"txnchaos run {name}")
+        judge = run_judge(engine, spark_master, f"txnchaos run {name}", conf=spark_conf)
+        options.judge = judge
     sys.exit(run_scenario(scenario, options))
 
 
@@ -76,16 +91,25 @@ def run(no_analyze: bool, engine: str, spark_master: str | None, **params: Any) 
     "(hdfs://, s3a://, file:// on a shared mount; Spark engine). Default on a cluster: RUN_DIR's "
     "absolute path, which must then be on a mount every worker shares.",
 )
-def analyze(run_dir: Path, engine: str, spark_master: str | None, input_uri: str | None) -> None:
-    """Judge a run directory: write verdict.json and report.html into it and print a
-    summary. Exit code 0: valid; 1: anomalies found; 2: the run directory is
-    unreadable (the message says what is missing or broken)."""
-    from .judging import run_judge
+def analyze(
+    run_dir: Path,
+    engine: str,
+    spark_master: str | None,
+    spark_conf: dict[str, str],
+    input_uri: str | None,
+) -> None:
+    """Judge a run directory with the PySpark pipeline (the Spark application is named
+    "txnchaos analyze RUN"; its master and application id are printed and recorded in
+    verdict.json): write verdict.json and report.html into it and print a summary. A run left
+    as JSON Lines (its harness died) is compacted first. Exit code 0: valid; 1: anomalies
+    found; 2: the run directory is unreadable (the message says what is missing or broken)."""
+    from .judging import analyze_run_dir, run_judge
 
     if input_uri is not None and engine == "reference":
         raise click.UsageError("--input-uri is for Spark's executors: not with --engine reference")
-    judge = run_judge(engine, spark_master, f"txnchaos analyze {run_dir.name}", input_uri)
-    sys.exit(judge.judge(run_dir))
+    name = run_dir.resolve().name
+    judge = run_judge(engine, spark_master, f"txnchaos analyze {name}", input_uri, spark_conf)
+    sys.exit(analyze_run_dir(run_dir, judge))
 
 
 # ---- txnchaos demo -------------------------------------------------------------------

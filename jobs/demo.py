@@ -15,6 +15,7 @@ from rich.table import Table
 from ..analysis.reference import Judged, judge
 from ..analysis.verdict import INVALID, UNKNOWN, VALID
 from ..harness.smoke import record_run, workload_table
+from ..rundir.compact import compact_run
 
 
 def status_of(judged: Judged) -> str:
@@ -25,7 +26,9 @@ def status_of(judged: Judged) -> str:
 
 
 def judge_run(run_dir: Path) -> tuple[str, Table]:
-    """The run's verdict from the reference checkers, and a table of what each found."""
+    """The run's verdict from the plain rules, and a table of what each found (its JSON Lines
+    compacted first: the recorder leaves them as written)."""
+    compact_run(run_dir)
     results = judge(run_dir)
     table = Table(title="checkers (analysis/reference: the rules txnchaos analyze applies)")
     table.add_column("checker")

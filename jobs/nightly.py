@@ -97,6 +97,7 @@ def nightly_command(
     shrink_budget_s: float | None,
     engine: str,
     spark_master: str | None,
+    spark_conf: dict[str, str],
 ) -> None:
     """Run scenarios (files, or directories of *.yaml; default scenarios/nightly) again
     and again with new seeds, one after another, for --runs N runs or a --budget of wall
@@ -130,7 +131,7 @@ def nightly_command(
         duration=duration,
         argv=_without_seed_base(argv),
         shrink=ShrinkPolicy(shrink, shrink_budget_s or DEFAULT_SHRINK_BUDGET_S),
-        judge=run_judge(engine, spark_master, "txnchaos nightly"),
+        judge=run_judge(engine, spark_master, "txnchaos nightly", conf=spark_conf),
     )
     try:
         code = main_nightly(options)

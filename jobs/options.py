@@ -1,5 +1,5 @@
-"""What judges a run, as the command line says it: ``--engine``, ``--master`` (and, for
-``analyze``, ``--input-uri``), checked before anything starts; shared by the commands that
+"""What judges a run, as the command line says it: ``--engine``, ``--master``, ``--conf`` (and,
+for ``analyze``, ``--input-uri``), checked before anything starts; shared by the commands that
 judge (run, analyze, nightly, repro, shrink)."""
 
 from __future__ import annotations
@@ -10,10 +10,12 @@ from typing import Any
 
 import click
 
-from ..analysis.verdict import AUTO, ENGINES
+from ..analysis.verdict import ENGINES, SPARK
 
-#: the engine when none is given
-DEFAULT_ENGINE = AUTO
+#: the engine when none is given: the PySpark pipeline judges every run
+DEFAULT_ENGINE = SPARK
+#: a Spark setting's name (spark.sql.shuffle.partitions, spark.driver.memory, ...)
+_CONF_KEY = re.compile(r"[A-Za-z][A-Za-z0-9_.\-]*")
 
 #: Spark master URLs (local, local[N], local[*], local[N,F], local-cluster[...], spark://,
 #: yarn, k8s://, mesos://): anything else would only fail inside the JVM, seconds later
@@ -43,8 +45,33 @@ def check_input_uri(ctx: click.Context, param: click.Parameter, value: str | Non
         raise click.BadParameter(str(e)) from None
 
 
+def check_conf(
+    ctx: click.Context, param: click.Parameter, value: tuple[str, ...]
+) -> dict[str, str]:
+    """Repeated ``--conf KEY=VALUE`` -> {key: value} (the last of a key given twice wins, as
+    with spark-submit); anything else is refused naming it."""
+    conf: dict[str, str] = {}
+    for text in value:
+        key, sep, setting = text.partition("=")
+        if not sep or not _CONF_KEY.fullmatch(key.strip()):
+            raise click.BadParameter(
+                f"{text!r} is not KEY=VALUE (a Spark setting, e.g. spark.sql.shuffle.partitions=4)"
+            )
+        conf[key.strip()] = setting
+    return conf
+
+
 def engine_options(f: Callable[..., Any]) -> Callable[..., Any]:
-    """``--engine`` and ``--master``: what judges the runs of a command."""
+    """``--engine``, ``--master`` and ``--conf``: what judges the runs of a command."""
+    f = click.option(
+        "--conf",
+        "spark_conf",
+        multiple=True,
+        metavar="KEY=VALUE",
+        callback=check_conf,
+        help="A Spark setting for the session that judges (repeatable; over txnchaos's own, "
+        "e.g. --conf spark.driver.memory=8g).",
+    )(f)
     f = click.option(
         "--master",
         "spark_master",
@@ -58,6 +85,7 @@ def engine_options(f: Callable[..., Any]) -> Callable[..., Any]:
         type=click.Choice(ENGINES),
         default=DEFAULT_ENGINE,
         show_default=True,
-        help="What judges: the PySpark pipeline, or the plain-Python reference rules (no "
-        "JVM); auto: the reference for small histories without --master.",
+        help="What judges: the PySpark pipeline; reference: the plain-Python rules every "
+        "Spark verdict is held equal to (no JVM, a quick look); auto: the rules for small "
+        "histories without --master.",
     )(f)

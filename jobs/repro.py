@@ -60,6 +60,7 @@ def repro_command(
     as_json: bool,
     engine: str,
     spark_master: str | None,
+    spark_conf: dict[str, str],
 ) -> None:
     """Reproduce a known hanging-transaction bug: `txnchaos repro list` prints the
     catalogue (name, bug report, design section (KIP), what a user sees, configurations);
@@ -92,7 +93,7 @@ def repro_command(
         target = out or Path("runs") / f"repro-{name}-{stamp}"
         if target.exists() and any(target.iterdir()):
             raise InputError(f"--out {target} exists and is not empty")
-        judge = run_judge(engine, spark_master, f"txnchaos repro {name}")
+        judge = run_judge(engine, spark_master, f"txnchaos repro {name}", conf=spark_conf)
         options = ReproOptions(target, config, tv, seed, bootstrap, duration, judge)
         code = reproduce(entry, options, console)
     except CatalogueError as exc:

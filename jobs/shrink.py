@@ -44,6 +44,7 @@ def shrink_command(
     scenario_file: Path | None,
     engine: str,
     spark_master: str | None,
+    spark_conf: dict[str, str],
 ) -> None:
     """Shrink an invalid run to a minimal reproducer: re-run it on the same seed with
     fewer faults (delta debugging over the schedule), a shorter workload and fewer users,
@@ -57,7 +58,7 @@ def shrink_command(
     from ..harness.shrink.command import ShrinkError, main_shrink
     from .judging import run_judge
 
-    judge = run_judge(engine, spark_master, f"txnchaos shrink {run_dir.name}")
+    judge = run_judge(engine, spark_master, f"txnchaos shrink {run_dir.name}", conf=spark_conf)
     try:
         code = main_shrink(run_dir, budget * 60, list(anomalies), scenario_file, judge)
     except ShrinkError as exc:

@@ -299,6 +299,26 @@ def _metric_row(obj: dict[str, Any], node: str) -> tuple[Any, ...]:
     )
 
 
+def compact_run(run_dir: str | os.PathLike[str]) -> list[str]:
+    """Compact what a run directory holds only as JSON Lines — a run whose harness died before
+    it compacted (the harness compacts every run it records): the history into
+    history.parquet, the metrics into metrics.parquet. Returns what it compacted, in words
+    (nothing: the run was compacted; the torn lines it skipped are noted in the Parquet files,
+    and so in the verdict). Raises :class:`CorruptLineError` at a bad line and
+    :class:`RunDirError` for a directory that is not a run's."""
+    from .run_dir import open_run_dir
+
+    run = open_run_dir(run_dir)
+    done: list[str] = []
+    if run.history_parquet is None:
+        compact_to_parquet(run.path)
+        done.append(f"compacted {len(run.history_jsonl)} history file(s) into {HISTORY_PARQUET}")
+    elif run.metrics_parquet is None and run.metrics_jsonl:
+        compact_metrics(run.path)
+        done.append(f"compacted {len(run.metrics_jsonl)} metrics file(s) into {METRICS_PARQUET}")
+    return done
+
+
 def compact_metrics(run_dir: str | os.PathLike[str], notes: list[str] | None = None) -> Path | None:
     """``metrics/*.jsonl`` -> ``metrics.parquet`` (canonical names, topic/partition lifted).
     Raises :class:`CorruptLineError` on a bad line; torn lines are skipped, noted in ``notes``

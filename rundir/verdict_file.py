@@ -63,3 +63,71 @@ def nemesis_error_line(error: dict[str, Any]) -> str:
     return f"action {error['action']} {error.get('kind')}: {error['step']} failed{when}: " + str(
         error["error"]
     )
+
+
+#: the flavour of a cluster whose run.json does not say it, by the launcher that started it
+FLAVOUR_OF_LAUNCHER = {
+    "local": "txnchaos",
+    "docker": "txnchaos",
+    "kafka": "apache-kafka",
+    "external": "external",
+}
+
+
+def judged_cluster(run: dict[str, Any]) -> dict[str, Any]:
+    """What cluster a run judged, from its run.json: ``flavour`` (``txnchaos``,
+    ``apache-kafka``, ``external``), ``version`` (null when unknown) and the finalised
+    ``transaction_version`` (null when unknown). A run.json without them (written before the
+    cluster described itself): the flavour from the launcher's name, the transaction version
+    from the cluster's ``transaction.version`` setting."""
+    cluster = run.get("cluster") if isinstance(run.get("cluster"), dict) else {}
+    assert isinstance(cluster, dict)
+    launcher = cluster.get("launcher") or run.get("cluster_kind")
+    flavour = cluster.get("flavour") or FLAVOUR_OF_LAUNCHER.get(str(launcher))
+    tv = cluster.get("transaction_version", run.get("transaction_version"))
+    if tv is None:
+        spec = cluster.get("spec") if isinstance(cluster.get("spec"), dict) else {}
+        for setting in (spec or {}).get("settings") or []:
+            key, _, value = str(setting).partition("=")
+            if key.strip() == "transaction.version" and value.strip().isdigit():
+                tv = int(value.strip())
+    return {
+        "flavour": flavour,
+        "version": cluster.get("version"),
+        "transaction_version": tv if isinstance(tv, int) else None,
+    }
+
+
+def cluster_line(cluster: dict[str, Any] | None) -> str:
+    """``txnchaos 0.1.0, transaction.version 2`` (unknowns said so)."""
+    c = cluster or {}
+    name = " ".join(str(x) for x in (c.get("flavour") or "unknown", c.get("version")) if x)
+    tv = c.get("transaction_version")
+    return f"{name}, transaction.version {tv if tv is not None else 'unknown'}"
+
+
+def engine_line(verdict: dict[str, Any]) -> str:
+    """Which engine judged, where and how long it took: ``judged by PySpark 4.0.1 on
+    local[2] (application local-1764..., "txnchaos run smoke") in 14.2 s, ...``."""
+    engine = verdict.get("engine")
+    total = (verdict.get("timings") or {}).get("total_s")
+    took = f" in {total:.1f} s" if isinstance(total, int | float) else ""
+    if engine == "reference":
+        return f"judged by the plain-Python rules (--engine reference, no JVM){took}"
+    spark = verdict.get("spark")
+    if engine != "spark" or not isinstance(spark, dict):
+        return f"judged by {engine or 'an unknown engine'}{took}"
+    text = (
+        f"judged by PySpark {spark.get('version')} on {spark.get('master')} (application "
+        f'{spark.get("app_id")}, "{spark.get("app_name")}"){took}'
+    )
+    start, how = spark.get("session_start_s"), spark.get("session")
+    if not isinstance(start, int | float):
+        return text
+    waited = spark.get("session_wait_s")
+    if how == "started during the run":
+        after = f", {waited:.1f} s of it after the run" if isinstance(waited, int | float) else ""
+        return f"{text}; its Spark session started in {start:.1f} s while the run went on{after}"
+    if how == "reused":
+        return f"{text}; its Spark session was up already (started in {start:.1f} s, earlier)"
+    return f"{text}, {start:.1f} s of it starting the Spark session"

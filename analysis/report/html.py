@@ -9,7 +9,7 @@ from typing import Any
 
 import jinja2
 
-from ...rundir.verdict_file import nemesis_error_line, nemesis_line
+from ...rundir.verdict_file import cluster_line, engine_line, nemesis_error_line, nemesis_line
 from ..fault_actions import group_faults
 from ..load_stats import load_stats
 from ..report_series import bucket_seconds
@@ -94,5 +94,7 @@ def render_report(v: Verdict) -> str:
         stat_rows=page.key_values(stats),
         load=load,
         nemesis_line=nemesis_line(v.nemesis) if v.nemesis else "",
+        cluster_line=cluster_line(v.cluster),
+        engine_line=engine_line(v.to_json()),
         nemesis_errors=[nemesis_error_line(e) for e in (v.nemesis or {}).get("errors") or []],
     )

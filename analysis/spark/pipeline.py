@@ -57,6 +57,7 @@ from .checkers.schedule import CHECKERS, schedule
 from .load import load_run
 from .projections import Projections
 from .report_series import report_series
+from .session import describe
 from .summary import Summary, summarize
 
 #: what runs when: derived from what each registered checker reads (checkers/registry.py)
@@ -228,18 +229,27 @@ def analyze(
     write: bool = True,
     input_uri: str | None = None,
     resembles: Resembles | None = None,
+    session: dict[str, Any] | None = None,
 ) -> Verdict:
     """Judge one run directory (its Parquet files read by the executors from ``input_uri``, a
-    copy of it, if given: see input_uri.py). Raises :class:`RunDirError` if it cannot be read
-    (checked before Spark starts)."""
+    copy of it, if given: see input_uri.py) on ``spark`` (else a session started for it, or
+    the active one). ``session``: how the given session started (``session``,
+    ``session_start_s``, ``session_wait_s``: the time this analysis waited for it), for the
+    verdict. Raises :class:`RunDirError` if the run directory cannot be read (checked before
+    Spark starts)."""
     timings: dict[str, float] = {}
-    t0 = time.perf_counter()
+    waited = float((session or {}).get("session_wait_s") or 0.0)
+    t0 = time.perf_counter() - waited
     run = prepare_run(run_dir)
-    timings["validate_s"] = time.perf_counter() - t0
+    timings["validate_s"] = time.perf_counter() - t0 - waited
     t = time.perf_counter()
     rows = history_rows(run)
     spark = spark or get_session(master, history_rows=rows)
-    timings["spark_start_s"] = time.perf_counter() - t
+    timings["spark_start_s"] = time.perf_counter() - t + waited
+    started = session or {
+        "session": "started for this analysis",
+        "session_start_s": round(timings["spark_start_s"], 2),
+    }
     t = time.perf_counter()
     data = load_run(spark, run, input_uri)
     tune_session(spark, rows)
@@ -337,6 +347,7 @@ def analyze(
         lso=lso,
         plots=plots,
         timings=timings,
+        spark={**describe(spark), **started},
     )
     verdict = build_verdict(run_dir, run, judged)
     timings["total_s"] = time.perf_counter() - t0

@@ -6,6 +6,8 @@ setting its own configuration (spark-defaults.conf, ``spark-submit --conf``) giv
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
+from typing import Any
 
 import pyarrow.parquet as pq
 from pyspark import SparkConf, SparkContext
@@ -59,9 +61,11 @@ def get_session(
     master: str | None = None,
     app_name: str = "txnchaos-analysis",
     history_rows: int | None = None,
+    conf: Mapping[str, str] | None = None,
 ) -> SparkSession:
     """Return the active session, or build one for ``master`` (default ``local[2]``); a local
-    JVM's JIT is chosen for ``history_rows`` (see local_jvm.jit_mode)."""
+    JVM's JIT is chosen for ``history_rows`` (see local_jvm.jit_mode); ``conf`` (``--conf
+    K=V``) overrides any setting of ours."""
     active = SparkSession.getActiveSession()
     if active is not None and (master is None or active.sparkContext.master == master):
         return active
@@ -71,13 +75,14 @@ def get_session(
         active.stop()
     master = resolve_master(master)
     archive = class_archive.plan() if is_local(master) else None
-    conf = session_conf(master, history_rows, archive.java_options() if archive else None)
+    settings = session_conf(master, history_rows, archive.java_options() if archive else None)
+    settings.update(conf or {})
     if is_local(master):
         # before the JVM starts: bind to loopback without the "resolves to a loopback address"
         # warning
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     b = SparkSession.builder.master(master).appName(app_name)
-    for key, value in conf.items():
+    for key, value in settings.items():
         b = b.config(key, value)
     spark = b.getOrCreate()
     # the driver's console: errors only (a failed task fails its job, whose exception reaches
@@ -86,6 +91,17 @@ def get_session(
     if is_local(master):
         class_archive.after_start(archive, spark.sparkContext._gateway)
     return spark
+
+
+def describe(spark: SparkSession) -> dict[str, Any]:
+    """The Spark application a verdict names: master, application id and name, version."""
+    sc = spark.sparkContext
+    return {
+        "master": str(sc.master),
+        "app_id": str(sc.applicationId),
+        "app_name": str(sc.appName),
+        "version": str(spark.version),
+    }
 
 
 def submitted_session(app_name: str = "txnchaos-analysis") -> SparkSession:

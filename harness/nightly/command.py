@@ -204,9 +204,10 @@ class Night:
             detail = last[-1] if last else f"exit code {row.exit_code}"
         rate = f", {row.throughput:g} txn/s" if row.throughput is not None else ""
         expect = "" if row.verdict == row.expected else f" (expected {row.expected})"
+        judged = f", judged by {row.engine}" if row.engine else ""
         return (
             f"[{style}]{row.outcome}[/]{expect}{': ' + detail if detail else ''}"
-            f"{rate}, {row.wall_s:.0f}s"
+            f"{rate}{judged}, {row.wall_s:.0f}s"
         )
 
     def summary(self) -> dict[str, Any]:

@@ -47,6 +47,11 @@ class RunRow:
     #: scenario asks, so it does not pass, whatever its verdict
     nemesis: str | None = None
     nemesis_errors: list[str] = field(default_factory=list)
+    #: what was judged, from the verdict: the cluster (flavour and version), its
+    #: transaction.version, and the engine that judged
+    cluster: str | None = None
+    transaction_version: int | None = None
+    engine: str | None = None
 
     @property
     def passed(self) -> bool:
@@ -124,6 +129,13 @@ def fill_from_run_dir(row: RunRow, night_dir: Path) -> RunRow:
     row.faults = faults_by_kind(run_dir)
     if verdict is not None:
         row.anomalies = anomalies_by_checker(verdict)
+        judged = verdict.get("cluster") if isinstance(verdict.get("cluster"), dict) else {}
+        assert isinstance(judged, dict)
+        name = " ".join(str(x) for x in (judged.get("flavour"), judged.get("version")) if x)
+        row.cluster = name or None
+        tv = judged.get("transaction_version")
+        row.transaction_version = tv if isinstance(tv, int) else None
+        row.engine = str(verdict["engine"]) if verdict.get("engine") else None
         row.committed, row.throughput = throughput_of(verdict)
         nemesis = verdict.get("nemesis")
         if isinstance(nemesis, dict):

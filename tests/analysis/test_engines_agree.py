@@ -39,7 +39,8 @@ def test_every_injected_anomaly_same_verdict(spark: SparkSession, tmp_path: Path
     _both(spark, synth.write(tmp_path))
     verdict = json.loads((tmp_path / "verdict.json").read_text())
     assert verdict["engine"] == "reference" and verdict["status"] == "invalid"
-    assert "judged by reference" in (tmp_path / "report.html").read_text(encoding="utf-8")
+    assert verdict["spark"] is None
+    assert "judged by the plain-Python rules" in (tmp_path / "report.html").read_text("utf-8")
 
 
 def test_a_run_without_metrics_or_final_read_same_verdict(
@@ -60,16 +61,17 @@ def test_auto_is_the_reference_for_small_histories_only(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     run = prepare_run(Synth(SynthConfig(txns_per_writer=2)).build().write(tmp_path))
-    assert engines.choose_engine(run) == "reference"
-    assert engines.choose_engine(run, master="local[2]") == "spark"
-    assert engines.choose_engine(run, "spark") == "spark"
+    assert engines.choose_engine(run) == "spark"  # Spark judges by default, whatever the size
+    assert engines.choose_engine(run, "auto") == "reference"
+    assert engines.choose_engine(run, "auto", master="local[2]") == "spark"
     monkeypatch.setattr(engines, "REFERENCE_MAX_ROWS", engines.history_rows(run) - 1)
-    assert engines.choose_engine(run) == "spark"
+    assert engines.choose_engine(run, "auto") == "spark"
     assert engines.choose_engine(run, "reference") == "reference"
 
 
 def test_the_reference_path_imports_no_pyspark(tmp_path: Path) -> None:
-    """``txnchaos analyze`` of a small run: judged, written, and pyspark never imported."""
+    """``txnchaos analyze --engine reference`` of a small run: judged, written, and pyspark
+    never imported."""
     synth = Synth(SynthConfig(txns_per_writer=3))
     synth.build().inject_lost_write()
     synth.write(tmp_path)
@@ -77,7 +79,7 @@ def test_the_reference_path_imports_no_pyspark(tmp_path: Path) -> None:
         "import sys\n"
         "from txnchaos.jobs.cli import main\n"
         "try:\n"
-        f"    main(['analyze', {str(tmp_path)!r}])\n"
+        f"    main(['analyze', {str(tmp_path)!r}, '--engine', 'reference'])\n"
         "except SystemExit as e:\n"
         "    print('exit', e.code)\n"
         "print(sorted({m.split('.')[0] for m in sys.modules} & {'pyspark', 'py4j'}))\n"
@@ -86,5 +88,5 @@ def test_the_reference_path_imports_no_pyspark(tmp_path: Path) -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
     )
     assert out.stdout.splitlines()[-2:] == ["exit 1", "[]"], out.stdout + out.stderr
-    assert "judged by reference" in out.stdout
+    assert "judged by the plain-Python rules" in out.stdout
     assert json.loads((tmp_path / "verdict.json").read_text())["engine"] == "reference"

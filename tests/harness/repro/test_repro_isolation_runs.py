@@ -6,7 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from pyspark.sql import SparkSession
 
 from tests.harness.repro.repro_runs import ISOLATION, assert_as_predicted, run_entry
 
@@ -14,8 +13,6 @@ pytestmark = pytest.mark.integration
 
 
 @pytest.mark.parametrize("name", ISOLATION)
-def test_the_bug_is_detected_and_the_defense_closes_it(
-    name: str, spark: SparkSession, tmp_path: Path
-) -> None:
+def test_the_bug_is_detected_and_the_defense_closes_it(name: str, tmp_path: Path) -> None:
     out = tmp_path / name
-    assert_as_predicted(name, out, run_entry(name, out), spark)
+    assert_as_predicted(name, out, run_entry(name, out))

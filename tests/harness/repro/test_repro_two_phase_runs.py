@@ -10,7 +10,6 @@ import json
 from pathlib import Path
 
 import pytest
-from pyspark.sql import SparkSession
 
 from tests.harness.repro.repro_runs import TWO_PHASE, assert_as_predicted, run_entry
 
@@ -19,10 +18,10 @@ pytestmark = pytest.mark.integration
 
 @pytest.mark.parametrize("name", TWO_PHASE)
 def test_the_prepared_transaction_is_lost_with_the_bug_and_kept_without(
-    name: str, spark: SparkSession, tmp_path: Path
+    name: str, tmp_path: Path
 ) -> None:
     out = tmp_path / name
-    assert_as_predicted(name, out, run_entry(name, out), spark)
+    assert_as_predicted(name, out, run_entry(name, out))
     counts = json.loads((out / "bug" / "verdict.json").read_text())["checkers"]["dual_write"]
     assert counts["counts"]["database_only"] >= 1, counts
     assert counts["counts"]["kafka_only"] == 0, counts

@@ -90,6 +90,7 @@ def test_external_run_scrapes_and_judges_the_given_metrics(tmp_path: Path) -> No
         scenario.write_text(SCENARIO)
         out = tmp_path / "run"
         args = ["run", str(scenario), "--bootstrap", state["bootstrap"], "--out", str(out)]
+        args += ["--engine", "reference"]  # the scraping, not the engine, is under test here
         for url in urls:
             args += ["--metrics-url", url]
         proc = subprocess.run(

@@ -12,6 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.analysis.engine_support import assert_spark_wrote_the_rules_verdict
+from txnchaos.analysis.analyze import analyze
+
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -37,6 +40,8 @@ def test_dual_write_scenario_under_its_crash_faults_is_valid(tmp_path: Path) -> 
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
     verdict = json.loads((out / "verdict.json").read_text())
     assert verdict["status"] == "valid", verdict["checkers"]
+    # judged by PySpark, and the plain rules agree on a real dual-write run
+    assert_spark_wrote_the_rules_verdict(verdict, analyze(out, engine="reference", write=False))
     statuses = {name: c["status"] for name, c in verdict["checkers"].items()}
     # no copier in this scenario: that checker has nothing to judge
     assert statuses.pop("consume_transform_produce") == "unknown"

@@ -38,7 +38,7 @@ def test_shrinking_a_run_without_faults_makes_its_workload_smaller(tmp_path: Pat
     run_dir, flagged = invalid_run(scenario, tmp_path)
     assert "aborted_read" in flagged, flagged
 
-    result = shrink_run(run_dir, BUDGET_S, RunJudge(), console=Console(file=sys.stderr))
+    result = shrink_run(run_dir, BUDGET_S, RunJudge("reference"), console=Console(file=sys.stderr))
 
     assert result.scenario is not None and result.smaller, result
     shrunk = yaml.safe_load(result.scenario.read_text())
