@@ -18,7 +18,7 @@ from functools import cache
 
 from kio.schema.index import api_key_map
 
-from ....cluster.protocol.codec import ProtocolError, decode_request
+from txnchaos.cluster.protocol.codec import ProtocolError, decode_request
 
 PRODUCE = 0
 METADATA = 3

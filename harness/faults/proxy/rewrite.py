@@ -17,7 +17,8 @@ import dataclasses
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from ....cluster.protocol.codec import ProtocolError, decode_response, encode_response
+from txnchaos.cluster.protocol.codec import ProtocolError, decode_response, encode_response
+
 from .apis import DESCRIBE_CLUSTER, FIND_COORDINATOR, METADATA
 
 REWRITE_APIS = frozenset({METADATA, FIND_COORDINATOR, DESCRIBE_CLUSTER})
