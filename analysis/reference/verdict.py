@@ -56,7 +56,7 @@ def reference_verdict(
     timings["checkers_s"] = time.perf_counter() - t
     plots: dict[str, Any] = {}
     secs = [int(r["sec"]) for r in summary.timeline]
-    if write and secs:
+    if secs:
         span = (min(secs) * SEC, (max(secs) + 1) * SEC)
         plots = report_series(rows, ix.txns.values(), *span)
     judged = Judgement(
@@ -68,7 +68,7 @@ def reference_verdict(
         timeline=summary.timeline,
         transactions=Counter(t.status for t in ix.txns.values()),
         faults=facts.faults,
-        lso=lso_series(facts.metrics) if write else {},
+        lso=lso_series(facts.metrics),
         plots=plots,
         timings=timings,
     )

@@ -264,7 +264,7 @@ def analyze(
 
     def lso_job() -> dict[str, Any]:
         with _job(spark, "summaries"):
-            return _lso_series(data) if write else {}
+            return _lso_series(data)
 
     # the report's LSO series reads the metrics only: it runs beside the summary
     summary, lso = run_parallel(spark, summary_job, lso_job)
@@ -287,7 +287,7 @@ def analyze(
                 r["status"]: int(r["count"]) for r in proj.txns.groupBy("status").count().collect()
             }
         secs = [int(r["sec"]) for r in timeline]
-        if write and secs:  # the report's latency quantiles and open transactions
+        if secs:  # the report's latency quantiles and open transactions (and the stats')
             tr = time.perf_counter()
             with _job(spark, "report series"):
                 span = (min(secs) * SEC, (max(secs) + 1) * SEC)

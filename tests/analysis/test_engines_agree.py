@@ -90,3 +90,14 @@ def test_the_reference_path_imports_no_pyspark(tmp_path: Path) -> None:
     assert out.stdout.splitlines()[-2:] == ["exit 1", "[]"], out.stdout + out.stderr
     assert "judged by the plain-Python rules" in out.stdout
     assert json.loads((tmp_path / "verdict.json").read_text())["engine"] == "reference"
+
+
+def test_a_verdict_is_the_same_whether_or_not_it_is_written(tmp_path: Path) -> None:
+    """Writing is only writing: the stats drawn from the report's series (latency quantiles,
+    committed transactions per second) are in a verdict judged with ``write=False`` too, so a
+    verdict.json can be held equal to a verdict recomputed in memory."""
+    run_dir = Synth(SynthConfig(txns_per_writer=4)).build().write(tmp_path)
+    unwritten = engines.analyze(run_dir, engine="reference", write=False).to_json()
+    written = engines.analyze(run_dir, engine="reference").to_json()
+    assert unwritten["stats"]["latency_ms"]
+    assert {**unwritten, "timings": None} == {**written, "timings": None}

@@ -53,7 +53,7 @@ def test_a_night_with_a_valid_and_an_invalid_run(tmp_path: Path) -> None:
         [sys.executable, "-m", "txnchaos.jobs.cli", *args],
         capture_output=True,
         text=True,
-        timeout=900,
+        timeout=1800,
     )
     assert proc.returncode == 1, proc.stdout + proc.stderr
     (night,) = [p for p in root.iterdir() if p.is_dir()]

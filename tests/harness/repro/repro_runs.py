@@ -27,7 +27,7 @@ def run_entry(name: str, out: Path, config: str | None = None) -> dict[str, dict
         [sys.executable, "-m", "txnchaos.jobs.cli", *command],
         capture_output=True,
         text=True,
-        timeout=900,
+        timeout=1800,  # a loaded machine: each configuration's run and its Spark judging
     )
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
     result = json.loads((out / "repro.json").read_text())

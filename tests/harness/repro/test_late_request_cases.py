@@ -72,7 +72,7 @@ def run(tv: int, tmp_path: Path) -> tuple[int, Path]:
         [sys.executable, "-m", "txnchaos.jobs.cli", "run", str(scenario), "--out", str(out)],
         capture_output=True,
         text=True,
-        timeout=600,
+        timeout=1200,
     )
     assert proc.returncode in (0, 1), proc.stdout[-4000:] + proc.stderr[-2000:]
     return proc.returncode, out

@@ -35,7 +35,7 @@ def test_dual_write_scenario_under_its_crash_faults_is_valid(tmp_path: Path) -> 
         capture_output=True,
         text=True,
         cwd=ROOT,
-        timeout=600,
+        timeout=1200,
     )
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
     verdict = json.loads((out / "verdict.json").read_text())

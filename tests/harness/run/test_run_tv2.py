@@ -28,7 +28,7 @@ def test_tv2_smoke_run_is_valid(tmp_path: Path) -> None:
         capture_output=True,
         text=True,
         cwd=ROOT,
-        timeout=900,
+        timeout=1800,
     )
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
     verdict = json.loads((out / "verdict.json").read_text())
