@@ -124,10 +124,14 @@ def engine_line(verdict: dict[str, Any]) -> str:
     start, how = spark.get("session_start_s"), spark.get("session")
     if not isinstance(start, int | float):
         return text
-    waited = spark.get("session_wait_s")
+    waited, warm = spark.get("session_wait_s"), spark.get("warm_up_s")
     if how == "started during the run":
+        warmed = f" and warmed up in {warm:.1f} s" if isinstance(warm, int | float) else ""
         after = f", {waited:.1f} s of it after the run" if isinstance(waited, int | float) else ""
-        return f"{text}; its Spark session started in {start:.1f} s while the run went on{after}"
+        return (
+            f"{text}; its Spark session started in {start:.1f} s{warmed} while the run went "
+            f"on{after}"
+        )
     if how == "reused":
         return f"{text}; its Spark session was up already (started in {start:.1f} s, earlier)"
     return f"{text}, {start:.1f} s of it starting the Spark session"

@@ -230,6 +230,7 @@ def analyze(
     input_uri: str | None = None,
     resembles: Resembles | None = None,
     session: dict[str, Any] | None = None,
+    archive: bool = True,
 ) -> Verdict:
     """Judge one run directory (its Parquet files read by the executors from ``input_uri``, a
     copy of it, if given: see input_uri.py) on ``spark`` (else a session started for it, or
@@ -351,7 +352,8 @@ def analyze(
     )
     verdict = build_verdict(run_dir, run, judged)
     timings["total_s"] = time.perf_counter() - t0
-    class_archive.build_later(run_dir)
+    if archive:  # a session's warm-up (warm_up.py) judges a scratch run: not one to build from
+        class_archive.build_later(run_dir)
     if write:
         write_verdict(verdict, run_dir, resembles)
     return verdict

@@ -85,4 +85,5 @@ def test_a_warmed_judge_starts_its_session_ahead_and_reuses_it(tmp_path: Path) -
     assert a["session"] == "started during the run" and a["session_wait_s"] >= 0
     assert b["session"] == "reused" and b["session_start_s"] == a["session_start_s"]
     assert a["app_id"] == b["app_id"] and a["app_name"] == "txnchaos nightly"
-    assert "while the run went on" in proc.stdout and "was up already" in proc.stdout
+    assert "warmed up in" in proc.stdout and "while the run went on" in proc.stdout
+    assert "was up already" in proc.stdout
