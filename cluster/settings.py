@@ -19,14 +19,15 @@ class SettingSpec:
     default: Any
     doc: str
     minimum: int | None = None
+    maximum: int | None = None
 
 
 _SPECS: tuple[SettingSpec, ...] = (
     SettingSpec("num.partitions", int, 1, "partitions of auto-created topics"),
     SettingSpec("default.replication.factor", int, 1, "replicas of auto-created topics"),
     SettingSpec("auto.create.topics.enable", bool, True, "create topics on first metadata use"),
-    SettingSpec("log.segment.bytes", int, 1 << 30, "segment size"),
-    SettingSpec("log.roll.ms", int, 7 * 24 * 3600 * 1000, "roll a segment after this age"),
+    SettingSpec("log.segment.bytes", int, 1 << 30, "segment size", 14, 2**31 - 1),
+    SettingSpec("log.roll.ms", int, 7 * 24 * 3600 * 1000, "roll a segment after this age", 1),
     SettingSpec("log.retention.ms", int, 7 * 24 * 3600 * 1000, "delete segments older (-1: never)"),
     SettingSpec("log.retention.bytes", int, -1, "partition size limit (-1: none)"),
     SettingSpec("log.retention.check.interval.ms", int, 300_000, "how often retention runs"),
@@ -204,6 +205,8 @@ class NodeSettings:
             parsed = _parse(spec, value) if isinstance(value, str) else value
             if spec.minimum is not None and parsed < spec.minimum:
                 raise SettingsError(f"{name}: must be at least {spec.minimum}, got {parsed}")
+            if spec.maximum is not None and parsed > spec.maximum:
+                raise SettingsError(f"{name}: must be at most {spec.maximum}, got {parsed}")
             self._values[name] = parsed
         if self._values["transaction.version"] > 2:
             raise SettingsError(

@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from ..bugs import BugSwitches
+from ..controller.topic_config import usable_overrides
 from ..metadata import ClusterView
 from ..metadata_source import MetadataSource
 from ..settings import NodeSettings
@@ -23,9 +24,15 @@ log = logging.getLogger(__name__)
 TopicPartition = tuple[str, int]
 
 
-def log_config_for(overrides: dict[str, str], settings: NodeSettings) -> LogConfig:
+def log_config_for(
+    overrides: dict[str, str], settings: NodeSettings, topic: str = "?"
+) -> LogConfig:
+    """The log config of a topic's partitions: its stored overrides that are valid (see
+    ``usable_overrides``: a bad stored value never stops a node), else the broker's."""
+    usable = usable_overrides(topic, overrides)
+
     def pick(topic_key: str, broker_key: str) -> int:
-        return int(overrides.get(topic_key, settings.get(broker_key)))
+        return int(usable.get(topic_key, settings.get(broker_key)))
 
     return LogConfig(
         segment_bytes=pick("segment.bytes", "log.segment.bytes"),
@@ -99,8 +106,8 @@ class PartitionManager:
             if view.epoch != self._seen_epoch:
                 try:
                     await self.sync(view)
-                except OSError as exc:
-                    log.warning("partition sync failed: %s", exc)
+                except Exception:  # keep following the view: the next change may open it
+                    log.exception("partition sync failed")
 
     async def _retention_loop(self) -> None:
         interval = self.settings.get("log.retention.check.interval.ms") / 1000
@@ -123,7 +130,12 @@ class PartitionManager:
                     self._drop(key, partition)
             for key, topic_id in wanted.items():
                 if key not in self.partitions:
-                    await self._open(key, topic_id)
+                    try:
+                        await self._open(key, topic_id)
+                    except Exception:
+                        # One partition that cannot open (a bad directory, a full disk)
+                        # must not keep the node from serving the others.
+                        log.exception("cannot open %s-%d", key[0], key[1])
             self._remove_orphans(wanted)
 
     def _dir_for(self, key: TopicPartition) -> Path:
@@ -141,7 +153,7 @@ class PartitionManager:
             topic_id=topic_id,
             index=key[1],
             directory=directory,
-            config=log_config_for(overrides, self.settings),
+            config=log_config_for(overrides, self.settings, key[0]),
             producer_id_expiration_ms=self.settings.get("producer.id.expiration.ms"),
             bugs=self.bugs,
         )
