@@ -38,6 +38,7 @@ from ..storage.checkpoint import write_atomic
 from ..storage.config import LogConfig
 from ..storage.errors import OffsetOutOfRange
 from ..storage.log import PartitionLog
+from ..storage.log_dir import LogDir
 from ..storage.segment import LogSegment
 from ..storage.txn_index import AbortedTxn
 from .batch_validation import (
@@ -144,6 +145,7 @@ class Partition:
         leader_epoch: int = 0,
         strict_unknown_producer: bool = True,
         bugs: BugSwitches = NO_BUGS,
+        log_dir: LogDir | None = None,
     ) -> None:
         self.topic = topic
         self.topic_id = topic_id
@@ -162,7 +164,7 @@ class Partition:
                 )
         else:
             _write_metadata(meta, topic_id)
-        self.log = PartitionLog(self.directory, config, clock)
+        self.log = PartitionLog(self.directory, config, clock, log_dir)
         self.bugs = bugs
         self.producer_state = ProducerStateManager(
             self.directory,
@@ -391,9 +393,11 @@ class Partition:
         seg = self.log.segment_for(written.base_offset)
         try:
             self._apply_marker(seg, written, m.commit, m.coordinator_epoch, now_ms, replay=False)
-        except OSError:
+        except OSError as exc:
             # The marker is in the log; the entry is restored by the replay on the
-            # next open. Producer state was completed before the index append failed.
+            # next open. Producer state was completed before the index append failed;
+            # the directory goes offline, so nothing is served from that state.
+            self.log.log_dir.fail(f"indexing an abort marker of {self.directory.name}", exc)
             return KAFKA_STORAGE_ERROR
         return NONE
 
@@ -434,6 +438,8 @@ class Partition:
         the request is not transactional); else the guard from ``start_verification``,
         which must still be valid for a transactional batch that opens a transaction.
         """
+        if not self.log.online:
+            return AppendResult(KAFKA_STORAGE_ERROR, self.log.log_dir.failure)
         check = validate_client_batch(records, self.config)
         if check.header is None:
             start = -1 if check.error_code in _NO_LOG_START_ERRORS else self.log_start_offset
@@ -517,6 +523,8 @@ class Partition:
     ) -> tuple[int, int, int]:
         """(error, offset, timestamp) for -2 earliest, -1 latest, -3 max timestamp,
         -4 earliest local, or a real timestamp (offset -1 if none)."""
+        if not self.log.online:
+            return KAFKA_STORAGE_ERROR, -1, -1
         fetchable = (
             self.last_stable_offset if isolation_level == READ_COMMITTED else self.high_watermark
         )
@@ -543,7 +551,10 @@ class Partition:
             offset = self.high_watermark
         if offset < 0 or offset > self.high_watermark:
             return OFFSET_OUT_OF_RANGE, -1
-        return NONE, self.log.delete_records_before(offset)
+        try:
+            return NONE, self.log.delete_records_before(offset)
+        except OSError:
+            return KAFKA_STORAGE_ERROR, -1
 
     # -- housekeeping ------------------------------------------------------------
     def apply_retention(self, now_ms: int | None = None) -> int:
@@ -568,7 +579,8 @@ class Partition:
         self.log.flush()
 
     def close(self) -> None:
-        self.take_snapshot()
+        if self.log.online:
+            self.take_snapshot()
         self.log.close()
 
     def delete(self) -> None:

@@ -17,6 +17,7 @@ from ..metadata import ClusterView
 from ..metadata_source import MetadataSource
 from ..settings import NodeSettings
 from ..storage import LogConfig
+from ..storage.log_dir import LogDir
 from .partition import Partition
 
 log = logging.getLogger(__name__)
@@ -63,6 +64,8 @@ class PartitionManager:
     ) -> None:
         self.root = data_dir / "partitions"
         self.root.mkdir(parents=True, exist_ok=True)
+        # One log directory: an I/O error in any partition takes all of them offline.
+        self.log_dir = LogDir(self.root)
         self.node_id = node_id
         self.source = source
         self.settings = settings
@@ -95,7 +98,10 @@ class PartitionManager:
         for task in self._tasks:
             task.cancel()
         for partition in self.partitions.values():
-            partition.close()
+            try:
+                partition.close()
+            except OSError:
+                log.exception("closing %r failed", partition)
         self.partitions.clear()
 
     async def _follow_view(self) -> None:
@@ -115,8 +121,11 @@ class PartitionManager:
             await asyncio.sleep(interval)
             now_ms = int(time.time() * 1000)
             for partition in list(self.partitions.values()):
-                partition.apply_retention(now_ms)
-                partition.remove_expired_producers(now_ms)
+                try:
+                    partition.apply_retention(now_ms)
+                    partition.remove_expired_producers(now_ms)
+                except OSError:
+                    pass  # the log directory is offline (logged when it failed)
 
     async def sync(self, view: ClusterView) -> None:
         """Open the partitions the view assigns here; drop those of deleted topics."""
@@ -156,6 +165,7 @@ class PartitionManager:
             config=log_config_for(overrides, self.settings, key[0]),
             producer_id_expiration_ms=self.settings.get("producer.id.expiration.ms"),
             bugs=self.bugs,
+            log_dir=self.log_dir,
         )
         self.partitions[key] = partition
         log.info(
