@@ -52,6 +52,7 @@ from .verification_state import SENTINEL, VerificationGuard, VerificationState
 
 NONE = 0
 OFFSET_OUT_OF_RANGE = 1
+INVALID_PRODUCER_ID_MAPPING = 49
 KAFKA_STORAGE_ERROR = 56
 READ_UNCOMMITTED = 0
 READ_COMMITTED = 1
@@ -174,6 +175,9 @@ class Partition:
         )
         self.index_entries_restored = 0  # aborted-index entries the last load re-created
         self.verification = VerificationState()  # KIP-890 part 1, in memory only
+        # producer id -> the transactional id whose transactional batches it wrote here (a
+        # producer id belongs to one transactional id for good); in memory only.
+        self.owners: dict[int, str] = {}
         self._load_producer_state()
         self.log.on_roll = self._on_roll
 
@@ -431,6 +435,7 @@ class Partition:
         self,
         records: bytes | bytearray | memoryview,
         verification: VerificationGuard | None = None,
+        transactional_id: str | None = None,
     ) -> AppendResult:
         """Validate and append the single batch of a Produce request (v3+).
 
@@ -445,6 +450,17 @@ class Partition:
             start = -1 if check.error_code in _NO_LOG_START_ERRORS else self.log_start_offset
             return AppendResult(check.error_code, check.message, log_start_offset=start)
         header = check.header
+        if header.is_transactional and transactional_id is not None:
+            owner = self.owners.get(header.producer_id)
+            if owner is not None and owner != transactional_id:
+                # Another transactional id's producer: its batch must not join (or open)
+                # that producer's transaction (issue 35: a principal with WRITE on some
+                # transactional id wrote into another principal's transaction).
+                return AppendResult(
+                    INVALID_PRODUCER_ID_MAPPING,
+                    f"producer id {header.producer_id} belongs to another transactional id",
+                    log_start_offset=self.log_start_offset,
+                )
         verdict = self.producer_state.validate(header)
         if verdict.duplicate is not None:
             dup = verdict.duplicate
@@ -482,6 +498,8 @@ class Partition:
         except OSError as e:
             return AppendResult(KAFKA_STORAGE_ERROR, f"append failed: {e}")
         self.producer_state.append_data_batch(written, base, written.last_offset)
+        if transactional_id is not None and written.is_transactional:
+            self.owners[written.producer_id] = transactional_id
         if verification is not None and written.is_transactional:
             self.verification.clear(written.producer_id)  # the transaction is ongoing now
         return AppendResult(
@@ -564,7 +582,10 @@ class Partition:
     def remove_expired_producers(self, now_ms: int | None = None) -> list[int]:
         now = int(self._clock() * 1000) if now_ms is None else now_ms
         self.verification.expire(now, self.producer_state.producer_id_expiration_ms)
-        return self.producer_state.remove_expired(now)
+        removed = self.producer_state.remove_expired(now)
+        for pid in removed:
+            self.owners.pop(pid, None)
+        return removed
 
     def take_snapshot(self) -> Path:
         return self.producer_state.take_snapshot(self.log_end_offset)

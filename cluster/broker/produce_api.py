@@ -28,7 +28,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from ..protocol.hot_codecs import PartitionResult, produce_response
-from ..protocol.record_batch import CorruptBatch, parse_header
+from ..protocol.record_batch import ATTRIBUTES_OFFSET, TRANSACTIONAL_BIT, CorruptBatch, parse_header
 from ..server.dispatch import ApiRegistry, RequestContext
 from ..server.server import CloseConnection
 from .partition import Partition
@@ -44,6 +44,7 @@ NOT_LEADER_OR_FOLLOWER = int(ErrorCode.not_leader_or_follower)
 INVALID_TXN_STATE = int(ErrorCode.invalid_txn_state)
 INVALID_PRODUCER_ID_MAPPING = int(ErrorCode.invalid_producer_id_mapping)
 OUT_OF_ORDER_SEQUENCE_NUMBER = int(ErrorCode.out_of_order_sequence_number)
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED = int(ErrorCode.transactional_id_authorization_failed)
 IMPLICIT_ADD_VERSION = 12  # Produce v12: the client relies on the broker to add partitions
 GENERIC_ERRORS_VERSION = 11  # Produce v11+: TRANSACTION_ABORTABLE is known
 NOT_ENOUGH_REPLICAS = int(ErrorCode.not_enough_replicas)
@@ -57,6 +58,21 @@ RETRIABLE_VERIFICATION_ERRORS = frozenset(
         ErrorCode.not_coordinator,
     )
 )
+
+
+def has_transactional_records(request: Any) -> bool:
+    """Whether any batch of a Produce request has the transactional bit (Kafka's
+    RequestUtils.hasTransactionalRecords; only whole v2 batches are read)."""
+    for t in request.topic_data:
+        for p in t.partition_data:
+            records = p.records
+            if (
+                records
+                and len(records) > ATTRIBUTES_OFFSET + 1
+                and records[ATTRIBUTES_OFFSET + 1] & TRANSACTIONAL_BIT
+            ):
+                return True
+    return False
 
 
 def verification_failure(index: int, error: int) -> PartitionResult:
@@ -96,7 +112,19 @@ class ProduceApi:
         acks = request.acks
         topics: list[tuple[str, list[PartitionResult]]] = []
         errors: list[int] = []
-        if acks not in (0, 1, -1):
+        if not request.transactional_id and has_transactional_records(request):
+            # Kafka (KafkaApis.handleProduceRequest): a transactional batch comes with its
+            # transactional id (and WRITE on it), else the whole request is refused. Without
+            # it anyone could write into another producer's transaction (its producer id
+            # and epoch are public through DescribeProducers) or open one with a made-up
+            # producer id that no coordinator ever ends, holding the LSO forever.
+            if acks == 0:
+                raise CloseConnection
+            for t in request.topic_data:
+                code = TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+                topics.append((t.name, [self._error(p.index, code) for p in t.partition_data]))
+                errors.extend(code for _ in t.partition_data)
+        elif acks not in (0, 1, -1):
             for t in request.topic_data:
                 results = [self._error(p.index, INVALID_REQUIRED_ACKS) for p in t.partition_data]
                 topics.append((t.name, results))
@@ -115,9 +143,10 @@ class ProduceApi:
             for t in request.topic_data:
                 results = []
                 for p in t.partition_data:
-                    result = self._append(t.name, p.index, p.records)
+                    tid = request.transactional_id
+                    result = self._append(t.name, p.index, p.records, transactional_id=tid)
                     if result is None:  # the partition is not known here yet
-                        result = await self._append_after_sync(t.name, p.index, p.records)
+                        result = await self._append_after_sync(t.name, p.index, p.records, tid)
                     if result[1]:
                         errors.append(result[1])
                     results.append(result)
@@ -188,11 +217,12 @@ class ProduceApi:
                     result = verification_failure(p.index, failed[key])
                 else:
                     partition = found.get(key)
+                    tid = request.transactional_id
                     if partition is None:
-                        result = await self._append_after_sync(t.name, p.index, p.records)
+                        result = await self._append_after_sync(t.name, p.index, p.records, tid)
                     else:
                         held = guards.get(key)
-                        appended = self._append(t.name, p.index, p.records, partition, held)
+                        appended = self._append(t.name, p.index, p.records, partition, held, tid)
                         assert appended is not None
                         result = appended
                 if result[1]:
@@ -244,6 +274,7 @@ class ProduceApi:
         records: bytes | None,
         partition: Partition | None = None,
         verification: VerificationGuard | None = None,
+        transactional_id: str | None = None,
     ) -> PartitionResult | None:
         """Append to a partition this node knows; None if it does not know it (yet)."""
         if partition is None:
@@ -252,7 +283,7 @@ class ProduceApi:
                 return None
         if not records:
             return self._error(index, INVALID_RECORD, "no record batch")
-        result = partition.append_records(records, verification)
+        result = partition.append_records(records, verification, transactional_id)
         if result.error_code == 0:
             self.partitions.notify((topic, index))
         return (
@@ -266,7 +297,7 @@ class ProduceApi:
         )
 
     async def _append_after_sync(
-        self, topic: str, index: int, records: bytes | None
+        self, topic: str, index: int, records: bytes | None, transactional_id: str | None = None
     ) -> PartitionResult:
         partition = await self.partitions.get_or_sync(topic, index)
         if partition is None:
@@ -275,7 +306,7 @@ class ProduceApi:
             if meta is None or not 0 <= index < meta.num_partitions:
                 return self._error(index, UNKNOWN_TOPIC_OR_PARTITION)
             return self._error(index, NOT_LEADER_OR_FOLLOWER)
-        result = self._append(topic, index, records, partition)
+        result = self._append(topic, index, records, partition, None, transactional_id)
         assert result is not None
         return result
 

@@ -579,3 +579,87 @@ def test_cluster_features_logs_in_with_a_command_config(
     assert anonymous.exit_code == 2, anonymous.output
     assert anonymous.stderr.count("\n") == 1, anonymous.stderr
     assert "--command-config" in anonymous.stderr
+
+
+def leader_of(cluster: LocalCluster, topic: str, partition: int) -> int:
+    client = raw(cluster, 1, "admin")
+    try:
+        answer = client.request(
+            3,
+            12,
+            topics=[{"name": topic, "topic_id": None}],
+            allow_auto_topic_creation=False,
+            include_topic_authorized_operations=False,
+        )
+    finally:
+        client.close()
+    return next(p.leader_id for p in answer.topics[0].partitions if p.partition_index == partition)
+
+
+def raw_produce(client: RawClient, tid: str | None, topic: str, batch: bytes) -> Any:
+    answer = client.request(
+        0,
+        10,
+        transactional_id=tid,
+        acks=-1,
+        timeout=10000,
+        topic_data=[{"name": topic, "partition_data": [{"index": 0, "records": batch}]}],
+    )
+    return answer.responses[0].partition_responses[0]
+
+
+def test_a_batch_cannot_join_another_principals_transaction(
+    sasl_cluster: LocalCluster, topic: str
+) -> None:
+    """Issue 35 item 3: alice's producer id and epoch are public (DescribeProducers); a
+    principal with topic WRITE sending a transactional batch with them, without a
+    transactional id or with one of its own, had it committed in alice's transaction."""
+    from txnchaos.cluster.protocol.records import encode_batch
+
+    coordinator = raw(sasl_cluster, COORDINATOR, "alice")
+    leader = leader_of(sasl_cluster, topic, 0)
+    alice = raw(sasl_cluster, leader, "alice")
+    intruders = [raw(sasl_cluster, leader, u) for u in ("notxn", "nogroup")]
+    try:
+        init = coordinator.request(
+            22,
+            4,
+            transactional_id="alice-victim",
+            transaction_timeout=60000,
+            producer_id=-1,
+            producer_epoch=-1,
+        )
+        pid, epoch = init.producer_id, init.producer_epoch
+        added = coordinator.request(
+            24,
+            3,
+            v3_and_below_transactional_id="alice-victim",
+            v3_and_below_producer_id=pid,
+            v3_and_below_producer_epoch=epoch,
+            v3_and_below_topics=[{"name": topic, "partitions": [0]}],
+        )
+        assert (
+            added.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code == 0
+        )
+
+        def batch(seq: int, value: bytes) -> bytes:
+            return encode_batch(
+                [value],
+                producer_id=pid,
+                producer_epoch=epoch,
+                base_sequence=seq,
+                transactional=True,
+            )
+
+        assert raw_produce(alice, "alice-victim", topic, batch(0, b"alice")).error_code == 0
+        # no transactional id: Kafka refuses the whole request
+        refused = raw_produce(intruders[0], None, topic, batch(1, b"intruder"))
+        assert refused.error_code == TRANSACTIONAL_ID_AUTHORIZATION_FAILED, refused
+        # its own transactional id (WRITE on nogroup-*), alice's producer id
+        refused = raw_produce(intruders[1], "nogroup-own", topic, batch(1, b"intruder"))
+        assert refused.error_code == 49, refused  # INVALID_PRODUCER_ID_MAPPING
+        assert alice.latest_offset(topic, 0) == 1  # only alice's record is in the log
+        assert raw_produce(alice, "alice-victim", topic, batch(1, b"alice-2")).error_code == 0
+    finally:
+        for c in (coordinator, alice, *intruders):
+            c.close()
