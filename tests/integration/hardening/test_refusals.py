@@ -1,0 +1,87 @@
+"""Issue 35 items 6, 7 and 12: valid requests with hostile values get Kafka's refusal
+and the node keeps serving."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tests.conftest import start_cluster
+from txnchaos.harness.launch.local import LocalCluster
+
+from .support import controller_client
+
+pytestmark = pytest.mark.integration
+
+INVALID_REGULAR_EXPRESSION = 128
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    c = start_cluster(tmp_path_factory.mktemp("refusals"), brokers=2, coordinators=1)
+    yield c
+    c.down()
+
+
+def list_transactions(cluster: LocalCluster, pattern: str) -> object:
+    coordinator = controller_client(cluster)
+    try:
+        return coordinator.request(
+            66,
+            2,
+            state_filters=[],
+            producer_id_filters=[],
+            duration_filter=-1,
+            transactional_id_pattern=pattern,
+        )
+    finally:
+        coordinator.close()
+
+
+def test_list_transactions_refuses_a_pattern_re2j_refuses(cluster: LocalCluster) -> None:
+    answer = list_transactions(cluster, "a{99999999999}")  # a traceback closed the connection
+    assert answer.error_code == INVALID_REGULAR_EXPRESSION, answer
+
+
+def test_list_transactions_matches_a_catastrophic_pattern(cluster: LocalCluster) -> None:
+    coordinator = controller_client(cluster)
+    try:
+        init = coordinator.request(
+            22,
+            4,
+            transactional_id="a" * 20,
+            transaction_timeout=60000,
+            producer_id=-1,
+            producer_epoch=-1,
+        )
+        assert init.error_code == 0
+    finally:
+        coordinator.close()
+    answer = list_transactions(cluster, "(a+)+b")
+    assert answer.error_code == 0 and answer.transaction_states == ()
+    answer = list_transactions(cluster, "(a+)+")
+    assert [t.transactional_id for t in answer.transaction_states] == ["a" * 20]
+
+
+@pytest.mark.parametrize("name", ["__consumer_offsets", "__transaction_state"])
+def test_internal_topic_names_are_reserved(cluster: LocalCluster, name: str) -> None:
+    from .support import client, create_topic
+
+    raw = client(cluster)
+    try:
+        answer = raw.request(
+            3,
+            12,
+            topics=[{"name": name, "topic_id": None}],
+            allow_auto_topic_creation=True,
+            include_topic_authorized_operations=False,
+        )
+        assert answer.topics[0].error_code != 0 and answer.topics[0].partitions == ()
+    finally:
+        raw.close()
+    admin = controller_client(cluster)
+    try:
+        assert create_topic(admin, name).error_code == 36  # TOPIC_ALREADY_EXISTS
+    finally:
+        admin.close()
