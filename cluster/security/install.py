@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..server.cluster_action import NODE_ONLY_APIS, refuse_cluster_action
 from ..server.dispatch import ApiRegistry, Handler, RequestContext
 from ..server.server import CloseConnection, KafkaServer
 from .acl_apis import AclApis, AclStore, AclSync
@@ -79,6 +80,8 @@ class AccessControl:
         principal_of = self.authenticator.principal
         authorizer = self.authorizer
         topic_name = self.topic_name
+        inter_node = self.config.inter_node
+        nodes = None if inter_node is None else f"User:{inter_node.username}"
 
         def wrap(handler: Handler) -> Handler:
             async def guarded(ctx: RequestContext, request: Any) -> Any:
@@ -86,7 +89,13 @@ class AccessControl:
                 if principal is None:
                     log.info("closing %s: api %d before authentication", ctx.peer, ctx.api_key)
                     raise CloseConnection
-                if authorizer is None or authorizer.is_super(principal):
+                if authorizer is None:
+                    # No ACLs: every logged-in user may do everything, except what only
+                    # the nodes do (Kafka's controller listener): their own principal.
+                    if ctx.api_key in NODE_ONLY_APIS and principal != nodes:
+                        return refuse_cluster_action(ctx, request)
+                    return await handler(ctx, request)
+                if authorizer.is_super(principal):
                     return await handler(ctx, request)
                 if rule is None:
                     log.info("closing %s: api %d is for super users", ctx.peer, ctx.api_key)

@@ -1,5 +1,10 @@
-"""Server-only APIs: AddPartitionsToTxn v4+ (KIP-890 verification, sent by brokers)
-and WriteTxnMarkers (sent by coordinators) need Kafka's CLUSTER_ACTION permission.
+"""Server-only APIs: AddPartitionsToTxn v4+ (KIP-890 verification, sent by brokers),
+WriteTxnMarkers (sent by coordinators) and the controller's node APIs (BrokerRegistration,
+BrokerHeartbeat, AllocateProducerIds) need Kafka's CLUSTER_ACTION permission. Kafka
+serves the controller's APIs on its controller listener only; here they stay on the one
+listener but behind this check always (issue 35: a client's BrokerRegistration of a
+ghost broker id left new partitions leaderless for good, and re-registering a real id
+pointed the cluster at another port).
 
 This cluster has no authentication, so a connection counts as a node's when its
 client id starts with ``txnchaos-node-`` (the id every node uses towards its peers:
@@ -25,7 +30,16 @@ from .dispatch import ApiRegistry, Handler, RequestContext
 
 ADD_PARTITIONS_TO_TXN = 24
 WRITE_TXN_MARKERS = 27
-FIRST_SERVER_ONLY_VERSION = {ADD_PARTITIONS_TO_TXN: 4, WRITE_TXN_MARKERS: 0}
+BROKER_REGISTRATION = 62
+BROKER_HEARTBEAT = 63
+ALLOCATE_PRODUCER_IDS = 67
+NODE_ONLY_APIS = frozenset({BROKER_REGISTRATION, BROKER_HEARTBEAT, ALLOCATE_PRODUCER_IDS})
+"""Sent by nodes only, never by an operator (the admin prefixes do not grant them)."""
+FIRST_SERVER_ONLY_VERSION = {
+    ADD_PARTITIONS_TO_TXN: 4,
+    WRITE_TXN_MARKERS: 0,
+    **dict.fromkeys(NODE_ONLY_APIS, 0),
+}
 CLUSTER_AUTHORIZATION_FAILED = int(ErrorCode.cluster_authorization_failed)
 
 
@@ -52,6 +66,17 @@ def refuse_cluster_action(ctx: RequestContext, request: Any) -> Any:
         return ctx.respond(
             throttle_time=0, error_code=CLUSTER_AUTHORIZATION_FAILED, results_by_transaction=[]
         )
+    if ctx.api_key in NODE_ONLY_APIS:
+        return ctx.respond(
+            throttle_time=0,
+            error_code=CLUSTER_AUTHORIZATION_FAILED,
+            broker_epoch=-1,
+            is_caught_up=False,
+            is_fenced=True,
+            should_shut_down=False,
+            producer_id_start=-1,
+            producer_id_len=0,
+        )
     return ctx.respond(
         markers=[
             {
@@ -76,7 +101,10 @@ def _guard(admins: tuple[str, ...]) -> Callable[[Handler], Handler]:
     def wrap(handler: Handler) -> Handler:
         async def guarded(ctx: RequestContext, request: Any) -> Any:
             server_only = ctx.api_version >= FIRST_SERVER_ONLY_VERSION[ctx.api_key]
-            if server_only and not may_act_on_cluster(ctx, admins):
+            allowed = is_node(ctx) if ctx.api_key in NODE_ONLY_APIS else None
+            if allowed is None:
+                allowed = may_act_on_cluster(ctx, admins)
+            if server_only and not allowed:
                 return refuse_cluster_action(ctx, request)
             return await handler(ctx, request)
 

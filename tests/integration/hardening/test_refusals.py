@@ -85,3 +85,37 @@ def test_internal_topic_names_are_reserved(cluster: LocalCluster, name: str) -> 
         assert create_topic(admin, name).error_code == 36  # TOPIC_ALREADY_EXISTS
     finally:
         admin.close()
+
+
+def test_node_apis_are_refused_to_clients(cluster: LocalCluster) -> None:
+    """Item 5: BrokerRegistration, BrokerHeartbeat and AllocateProducerIds are the nodes'
+    (a client's registration of a ghost broker left new partitions leaderless for good)."""
+    from .support import create_topic, produce_to_leader
+
+    admin = controller_client(cluster, client_id="txnchaos-admin-probe")  # an operator too
+    try:
+        registration = admin.request(
+            62,
+            0,
+            broker_id=7,
+            cluster_id="x",
+            incarnation_id=None,
+            listeners=[
+                {"name": "PLAINTEXT", "host": "127.0.0.1", "port": 1, "security_protocol": 0}
+            ],
+            features=[],
+            rack=None,
+        )
+        assert registration.error_code == 31, registration  # CLUSTER_AUTHORIZATION_FAILED
+        heartbeat = admin.request(
+            63, 0, broker_id=1, broker_epoch=0, current_metadata_offset=0, want_fence=False,
+            want_shut_down=False,
+        )  # fmt: skip
+        assert heartbeat.error_code == 31
+        blocks = admin.request(67, 0, broker_id=1, broker_epoch=0)
+        assert blocks.error_code == 31
+        assert create_topic(admin, "after-ghost", partitions=4).error_code == 0
+    finally:
+        admin.close()
+    for p in range(4):
+        assert produce_to_leader(cluster, "after-ghost", p).error_code == 0
