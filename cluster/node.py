@@ -249,7 +249,11 @@ class Node:
                 verification_active,
                 lambda: transaction_version(source.view()),
             ).register(self.registry)
-            FetchApi(self.partitions).register(self.registry)
+            FetchApi(
+                self.partitions,
+                max_bytes=cfg.settings.get("fetch.max.bytes"),
+                replica_max_bytes=cfg.settings.get("replica.fetch.response.max.bytes"),
+            ).register(self.registry)
             OffsetsApi(self.partitions).register(self.registry)
             manager = self.partitions
             self.metrics.add_collector(
