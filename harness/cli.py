@@ -170,10 +170,11 @@ def node(
         except CpuListError as exc:
             raise click.BadParameter(str(exc), param_hint="--cpus") from exc
 
-    logging.basicConfig(
-        level=log_level.upper(),
-        format=f"%(asctime)s node-{node_id} %(levelname)s %(name)s: %(message)s",
-    )
+    from ..cluster.log_format import use_escaping_formatter
+
+    log_format = f"%(asctime)s node-{node_id} %(levelname)s %(name)s: %(message)s"
+    logging.basicConfig(level=log_level.upper(), format=log_format)
+    use_escaping_formatter(log_format)  # a newline in a client's id forges no line
     try:
         config = NodeConfig(
             node_id=node_id,

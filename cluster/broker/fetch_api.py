@@ -23,6 +23,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from ..server.dispatch import ApiRegistry, RequestContext
+from ..server.server import CloseConnection
 from .partition_manager import PartitionManager
 
 READ_COMMITTED = 1
@@ -47,6 +48,10 @@ class FetchApi:
         loop = asyncio.get_running_loop()
         max_wait = request.max_wait.total_seconds()
         deadline = loop.time() + max_wait
+        if getattr(request, "isolation_level", 0) not in (0, READ_COMMITTED):
+            # Kafka's IsolationLevel.forId refuses it while parsing: the connection closes
+            # (it was served as read_uncommitted, showing what read_committed hides).
+            raise CloseConnection
         keys = await self._resolve(request, by_id)
         replica = request.replica_state.replica_id if ctx.api_version >= 15 else request.replica_id
         limit = self.replica_max_bytes if replica >= 0 else self.max_bytes

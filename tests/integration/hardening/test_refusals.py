@@ -119,3 +119,84 @@ def test_node_apis_are_refused_to_clients(cluster: LocalCluster) -> None:
         admin.close()
     for p in range(4):
         assert produce_to_leader(cluster, "after-ghost", p).error_code == 0
+
+
+def test_describe_configs_answers_a_name_of_32767_characters(cluster: LocalCluster) -> None:
+    """Item 12: the error reply quoted the whole name and could not be encoded."""
+    from .support import client
+
+    raw = client(cluster)
+    try:
+        answer = raw.request(
+            32,
+            1,  # non-flexible: a STRING of at most 32,767 bytes
+            resources=[
+                {"resource_type": 2, "resource_name": "n" * 32767, "configuration_keys": None}
+            ],
+            include_synonyms=False,
+            include_documentation=False,
+        )
+        assert answer.results[0].error_code == 3  # UNKNOWN_TOPIC_OR_PARTITION
+    finally:
+        raw.close()
+
+
+def test_an_unknown_isolation_level_is_refused(cluster: LocalCluster) -> None:
+    """Item 12: isolation level 7 was served as read_uncommitted; Kafka refuses it."""
+    from txnchaos.cluster.net.client import PeerUnavailable
+
+    from .support import client
+
+    raw = client(cluster)
+    try:
+        with pytest.raises(PeerUnavailable):
+            raw.request(
+                1,
+                12,
+                replica_id=-1,
+                max_wait=0,
+                min_bytes=1,
+                max_bytes=1024,
+                isolation_level=7,
+                session_id=0,
+                session_epoch=-1,
+                topics=[],
+                forgotten_topics_data=[],
+                rack_id="",
+            )
+    finally:
+        raw.close()
+
+
+def test_a_newline_in_a_transactional_id_forges_no_log_line(cluster: LocalCluster) -> None:
+    """Item 12: ids are written to the node's log escaped."""
+    coordinator = controller_client(cluster)
+    try:
+        init = coordinator.request(
+            22,
+            4,
+            transactional_id="evil\n2026-01-01 00:00:00,000 node-1001 ERROR forged: x",
+            transaction_timeout=60000,
+            producer_id=-1,
+            producer_epoch=-1,
+        )
+        assert init.error_code == 0
+    finally:
+        coordinator.close()
+    spec = cluster.layout.controller_node()
+    log_text = (cluster.data_dir / f"node-{spec.id}" / "node.log").read_text()
+    assert "evil\\n2026" in log_text
+    assert not any(line.startswith("2026-01-01") for line in log_text.splitlines())
+
+
+def test_importing_the_node_writes_no_hypothesis_directory(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Item 12: kio imported Hypothesis, which writes .hypothesis/ into the working dir."""
+    import subprocess
+    import sys
+
+    subprocess.run(
+        [sys.executable, "-c", "import txnchaos.harness.cli, txnchaos.cluster.node"],
+        cwd=tmp_path,
+        check=True,
+    )
+    assert list(tmp_path.iterdir()) == []
