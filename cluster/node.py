@@ -141,7 +141,11 @@ class Node:
         security = config.settings.security
         if security.active:
             use_sasl_for_peers(security.inter_node)  # before any peer connection exists
-            self.access = AccessControl(security, self._topic_name)
+            self.access = AccessControl(
+                security,
+                self._topic_name,
+                config.settings.get("connection.failed.authentication.delay.ms"),
+            )
         self._stopped = asyncio.Event()
 
     def _topic_name(self, topic_id: uuid.UUID) -> str | None:

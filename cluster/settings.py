@@ -60,6 +60,13 @@ _SPECS: tuple[SettingSpec, ...] = (
         1,
     ),
     SettingSpec("connections.max.idle.ms", int, 600_000, "close connections silent this long", 1),
+    SettingSpec(
+        "connection.failed.authentication.delay.ms",
+        int,
+        100,
+        "answer a failed SASL authentication this much later (slows password guessing)",
+        0,
+    ),
     SettingSpec("producer.id.expiration.ms", int, 86_400_000, "idle producer state expiry"),
     SettingSpec("group.initial.rebalance.delay.ms", int, 100, "delay before the first rebalance"),
     SettingSpec("group.min.session.timeout.ms", int, 100, "smallest session timeout"),

@@ -31,10 +31,14 @@ class AccessControl:
         self,
         config: SecurityConfig,
         topic_name: Callable[[uuid.UUID], str | None],
+        failed_authentication_delay_ms: int = 100,
     ) -> None:
         self.config = config
         self.topic_name = topic_name
-        self.authenticator = Authenticator(ServerMechanisms(config.mechanisms, config.users))
+        self.authenticator = Authenticator(
+            ServerMechanisms(config.mechanisms, config.users),
+            failure_delay_s=failed_authentication_delay_ms / 1000,
+        )
         self.authorizer: Authorizer | None = (
             Authorizer(config.super_users, config.allow_if_no_acl) if config.authorizer else None
         )
