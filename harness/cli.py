@@ -22,6 +22,7 @@ from .cli_input import (
     Seconds,
     check_bootstrap,
     check_input_uri,
+    check_kafka_version,
     check_master,
     check_metrics_urls,
 )
@@ -407,9 +408,18 @@ def cluster_features(
 @click.option("--seed", type=int, default=None, help="Override the scenario's seed.")
 @click.option(
     "--launcher",
-    type=click.Choice(["local", "docker", "external"]),
+    type=click.Choice(["local", "docker", "external", "kafka"]),
     default=None,
-    help="Where the cluster runs (default: the scenario's, usually local).",
+    help="Where the cluster runs (default: the scenario's, usually local); kafka: Apache "
+    "Kafka's own release as JVMs here (docs/apache-kafka.md).",
+)
+@click.option(
+    "--kafka-version",
+    default=None,
+    metavar="X.Y.Z",
+    callback=check_kafka_version,
+    help="The Apache Kafka release the kafka launcher runs (default: the scenario's "
+    "cluster.kafka_version, else 4.4.0); fetched from Maven Central on first use.",
 )
 @click.option(
     "--bootstrap",
@@ -493,6 +503,7 @@ def run(
     scenario: Path,
     seed: int | None,
     launcher: str | None,
+    kafka_version: str | None,
     bootstrap: str | None,
     metrics_urls: dict[int, str],
     duration: float | None,
@@ -548,9 +559,12 @@ def run(
             check_web_address(web_host, web_port)
         except WebAddressError as exc:
             raise InputError(str(exc)) from exc
+    if kafka_version is not None and (launcher or parsed.cluster.launcher) != "kafka":
+        raise click.UsageError("--kafka-version is for the kafka launcher (--launcher kafka)")
     options = RunOptions(
         seed=seed,
         launcher=launcher,
+        kafka_version=kafka_version,
         bootstrap=bootstrap,
         metrics=metrics_urls or None,
         duration=duration,
