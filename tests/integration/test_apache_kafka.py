@@ -19,6 +19,7 @@ from pathlib import Path
 from urllib.request import urlopen
 
 import pytest
+import yaml
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
@@ -257,3 +258,66 @@ def test_the_jvms_die_with_a_killed_harness(tmp_path: Path) -> None:
         os.kill(harness.pid, signal.SIGKILL)
         harness.wait()
     wait_for(lambda: not any(alive(p) for p in pids), what="the JVMs to die with the harness")
+
+
+def txnchaos(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "txnchaos.harness.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+    )
+
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_cluster_commands_manage_an_apache_kafka_cluster(tmp_path: Path) -> None:
+    data, state = tmp_path / "data", tmp_path / "state.json"
+    up = txnchaos(
+        "cluster", "up", "--launcher", "kafka", "--brokers", "2", "--data-dir", str(data),
+        "--state", str(state), "--detach", "--set", "transaction.version=0",
+    )  # fmt: skip
+    try:
+        assert up.returncode == 0, up.stderr
+        doc = json.loads(state.read_text())
+        assert doc["flavour"] == "apache-kafka" and doc["version"] == DEFAULT_VERSION
+        pids = {n["id"]: n["pid"] for n in doc["nodes"]}
+        assert set(pids) == {1, 2} and all(alive(p) for p in pids.values())  # 1: combined
+        killed = txnchaos("cluster", "kill", "--state", str(state), "2")
+        assert killed.returncode == 0, killed.stderr
+        wait_for(lambda: not alive(pids[2]), what="broker 2 to die")
+        status = json.loads(txnchaos("cluster", "status", "--data-dir", str(data)).stdout)
+        assert {n["id"]: n["alive"] for n in status["nodes"]} == {1: True, 2: False}
+        restarted = txnchaos("cluster", "restart", "--state", str(state), "2")
+        assert restarted.returncode == 0, restarted.stderr
+        features = json.loads(txnchaos("cluster", "features", "--state", str(state)).stdout)
+        assert features["features"]["transaction.version"]["finalized"] == 0
+    finally:
+        down = txnchaos("cluster", "down", "--state", str(state))
+    assert down.returncode == 0, down.stderr
+    status = json.loads(txnchaos("cluster", "status", "--state", str(state)).stdout)
+    assert not any(n["alive"] for n in status["nodes"])
+    assert not any(alive(p) for p in pids.values())
+
+
+def test_what_apache_kafka_cannot_run_is_refused_in_one_line(tmp_path: Path) -> None:
+    bug = txnchaos(
+        "cluster", "up", "--launcher", "kafka", "--data-dir", str(tmp_path / "d"),
+        "--set", "txnchaos.bug.markers-skip=true",
+    )  # fmt: skip
+    assert bug.returncode == 2
+    assert "txnchaos.bug.markers-skip is a bug switch of the project's own cluster" in bug.stderr
+    scenario = yaml.safe_load((ROOT / "scenarios" / "smoke.yaml").read_text())
+    scenario["cluster"]["settings"]["txnchaos.bug.coordinator.load.skips.pending.markers"] = True
+    (tmp_path / "bug.yaml").write_text(yaml.safe_dump(scenario))
+    repro = txnchaos(
+        "run", str(tmp_path / "bug.yaml"), "--launcher", "kafka", "--out", str(tmp_path / "run")
+    )  # fmt: skip
+    assert repro.returncode == 2 and "cluster.settings: txnchaos.bug." in repro.stderr
+    assert not (tmp_path / "run").exists()  # refused before anything started
+    version = txnchaos("run", "scenarios/smoke.yaml", "--kafka-version", "4.4.0")
+    assert version.returncode == 2 and "--kafka-version is for the kafka launcher" in version.stderr
+    bad = txnchaos("run", "scenarios/smoke.yaml", "--launcher", "kafka", "--kafka-version", "4.x")
+    assert bad.returncode == 2 and "expected a release such as 4.4.0" in bad.stderr

@@ -38,7 +38,14 @@ from typing import Any
 from .. import probe
 from ..errors import LaunchError
 from .jvm import is_our_jvm, start_jvm
-from .layout import Addressing, KafkaLayout, KafkaNode, server_properties, split_settings
+from .layout import (
+    LAYOUT_FILE,
+    Addressing,
+    KafkaLayout,
+    KafkaNode,
+    server_properties,
+    split_settings,
+)
 from .metrics import EXPORTER_CONFIG
 from .release import (
     KafkaRelease,
@@ -62,6 +69,9 @@ LOG_OPTIONS = (
     "-Dorg.slf4j.simpleLogger.dateTimeFormat=yyyy-MM-dd'T'HH:mm:ss.SSS",
     "-Dorg.slf4j.simpleLogger.logFile=System.out",
 )
+
+
+PID_FILE = "node.pid"
 
 
 def node_dir(data_dir: Path, node_id: int) -> Path:
@@ -230,6 +240,7 @@ class KafkaCluster:
         proc = start_jvm(cmd, self.log_path(node), tie_to_harness=self.tie_to_harness)
         self._procs[node.id] = proc
         self.pids[node.id] = proc.pid
+        (node_dir(self.data_dir, node.id) / PID_FILE).write_text(f"{proc.pid}\n")
         return proc
 
     def _ready(self, node: KafkaNode) -> bool:
@@ -282,6 +293,10 @@ class KafkaCluster:
             raise
 
     # ---- node faults ---------------------------------------------------------------
+    def alive(self, node_id: int) -> bool:
+        """Whether the node's JVM (the one this cluster knows of) runs."""
+        return self._alive(node_id) is not None
+
     def _alive(self, node_id: int) -> int | None:
         pid = self.pids.get(node_id)
         node = self.layout.node(node_id)
@@ -453,17 +468,22 @@ class KafkaCluster:
         os.replace(tmp, state_file)
 
     @classmethod
-    def from_state(cls, state: dict[str, Any], state_file: Path) -> KafkaCluster:
-        """The cluster a state file describes (its JVMs not tied to this process)."""
-        data_dir = Path(str(state.get("data_dir")))
+    def from_data_dir(cls, data_dir: Path) -> KafkaCluster:
+        """The cluster in ``data_dir`` and the JVMs of it still running (from their pid
+        files), not tied to this process (``txnchaos cluster down/kill/restart``)."""
         layout = KafkaLayout.load(data_dir)
         if layout is None:
-            raise LaunchError(f"state file {state_file}: {data_dir} holds no Apache Kafka cluster")
+            raise LaunchError(f"{data_dir} holds no Apache Kafka cluster ({LAYOUT_FILE})")
         cluster = cls(data_dir, layout, KafkaRelease.parse(layout.version), tie_to_harness=False)
-        cluster.pids = {n.id: None for n in layout.nodes}
-        for entry in state.get("nodes") or []:
-            if isinstance(entry, dict) and isinstance(entry.get("pid"), int):
-                cluster.pids[int(entry["id"])] = entry["pid"]
+        cluster.pids = {}
+        for node in layout.nodes:
+            try:
+                pid: int | None = int((node_dir(data_dir, node.id) / PID_FILE).read_text())
+            except (OSError, ValueError):
+                pid = None
+            cluster.pids[node.id] = pid
+            if pid is not None and not cluster.alive(node.id):
+                cluster.pids[node.id] = None
         return cluster
 
 

@@ -79,7 +79,7 @@ def settings_problem(name: str) -> str | None:
         what = "a bug switch" if name.startswith("txnchaos.bug.") else "a setting"
         return (
             f"{name} is {what} of the project's own cluster; Apache Kafka has no such "
-            "setting (run this scenario with --launcher local)"
+            "setting (the local and docker launchers run the project's cluster)"
         )
     if name in OWNED:
         return f"{name} is set by the kafka launcher itself (ids, listeners, directories)"
