@@ -65,9 +65,18 @@ class Verdict:
         tmp.write_text(json.dumps(self.to_json(), indent=1, default=str), encoding="utf-8")
         tmp.replace(p)
 
+    def cluster_name(self) -> str | None:
+        """What ran, from run.json: ``apache-kafka 4.4.0``, ``txnchaos 0.1.0`` (None: unknown)."""
+        cluster = self.run.get("cluster")
+        if not isinstance(cluster, dict) or not cluster.get("flavour"):
+            return None
+        return " ".join(str(x) for x in (cluster["flavour"], cluster.get("version")) if x)
+
     def summary(self) -> str:
         engine = f", judged by {self.engine}" if self.engine else ""
-        lines = [f"verdict: {self.status.upper()}  ({self.run_dir}{engine})"]
+        cluster = self.cluster_name()
+        on = f" on {cluster}" if cluster else ""
+        lines = [f"verdict: {self.status.upper()}{on}  ({self.run_dir}{engine})"]
         for c in self.checkers.values():
             detail = (
                 ", ".join(f"{k}={v}" for k, v in c.counts.items() if v) if c.anomaly_count else ""

@@ -22,6 +22,7 @@ from .cli_input import (
     Seconds,
     check_bootstrap,
     check_input_uri,
+    check_kafka_version,
     check_master,
     check_metrics_urls,
 )
@@ -36,6 +37,9 @@ from .transactions_tool.command_config import command_config_option
 
 if TYPE_CHECKING:
     from ..cluster.security.sasl import SaslCredentials
+    from .launch.kafka.cluster import KafkaCluster
+
+    AnyCluster = LocalCluster | KafkaCluster
     from .run.scenario import Scenario
 
 #: a directory option: a file there is refused up front (it may not exist yet)
@@ -202,7 +206,8 @@ def node(
 # ---- txnchaos cluster ----------------------------------------------------------------
 @main.group()
 def cluster() -> None:
-    """Start, stop, kill and restart a local cluster of txnchaos nodes."""
+    """Start, stop, kill and restart a local cluster: txnchaos nodes, or Apache Kafka's
+    (`cluster up --launcher kafka`)."""
 
 
 @cluster.command("up")
@@ -233,6 +238,21 @@ def cluster() -> None:
     default=None,
     help="Write the cluster state (bootstrap, nodes, pids, ports) here as JSON.",
 )
+@click.option(
+    "--launcher",
+    type=click.Choice(["local", "kafka"]),
+    default="local",
+    show_default=True,
+    help="local: the project's nodes; kafka: Apache Kafka's own release as JVMs (brokers "
+    "1..N, KRaft controllers 1001.. for --coordinators; docs/apache-kafka.md).",
+)
+@click.option(
+    "--kafka-version",
+    default=None,
+    metavar="X.Y.Z",
+    callback=check_kafka_version,
+    help="The Apache Kafka release (with --launcher kafka; default 4.4.0).",
+)
 def cluster_up(
     brokers: int,
     coordinators: int,
@@ -241,6 +261,8 @@ def cluster_up(
     cpus: str | None,
     detach: bool,
     state_file: Path | None,
+    launcher: str,
+    kafka_version: str | None,
 ) -> None:
     """Start the nodes as local processes on 127.0.0.1 with ports they pick.
 
@@ -249,9 +271,27 @@ def cluster_up(
     """
     if state_file is not None:
         _check_writable(state_file, "state file")
+    if kafka_version is not None and launcher != "kafka":
+        raise click.UsageError("--kafka-version is for --launcher kafka")
+    local: AnyCluster
     try:
-        NodeSettings.from_pairs(list(settings))
-        local = LocalCluster.prepare(data_dir, brokers, coordinators, list(settings), cpus=cpus)
+        if launcher == "kafka":
+            from .launch.kafka.cluster import KafkaCluster
+            from .launch.kafka.release import DEFAULT_VERSION
+
+            if cpus is not None:
+                raise InputError("--cpus: the kafka launcher does not place its JVMs on CPUs")
+            local = KafkaCluster.prepare(
+                data_dir,
+                kafka_version or DEFAULT_VERSION,
+                brokers,
+                coordinators,
+                list(settings),
+                tie_to_harness=not detach,
+            )
+        else:
+            NodeSettings.from_pairs(list(settings))
+            local = LocalCluster.prepare(data_dir, brokers, coordinators, list(settings), cpus=cpus)
         local.up()
     except (LaunchError, SettingsError) as exc:
         raise InputError(str(exc)) from exc
@@ -299,19 +339,43 @@ def _target_options(f: Callable[..., None]) -> Callable[..., None]:
     )(f)
 
 
-def _load(state_file: Path | None, data_dir: Path | None) -> LocalCluster:
+def _load(state_file: Path | None, data_dir: Path | None) -> AnyCluster:
+    """The cluster a command acts on: the project's nodes, or Apache Kafka's JVMs (a state
+    file whose flavour is apache-kafka, a data directory with kafka-cluster.json)."""
+    from .launch.kafka.cluster import KafkaCluster
+    from .launch.kafka.layout import LAYOUT_FILE
+
     if (state_file is None) == (data_dir is None):
         raise click.UsageError("give either --state FILE or --data-dir DIR")
     try:
         if state_file is not None:
+            kafka_dir = _kafka_data_dir(state_file)
+            if kafka_dir is not None:
+                return KafkaCluster.from_data_dir(kafka_dir)
             return LocalCluster.from_state(state_file)
         assert data_dir is not None
+        if (data_dir / LAYOUT_FILE).exists():
+            return KafkaCluster.from_data_dir(data_dir)
         return LocalCluster.from_data_dir(data_dir)
     except LaunchError as exc:
         raise InputError(str(exc)) from exc
 
 
-def _save(local: LocalCluster, state_file: Path | None) -> None:
+def _kafka_data_dir(state_file: Path) -> Path | None:
+    """The data directory of an Apache Kafka cluster's state file (None: another kind; the
+    project's own reading of the file then says what is wrong with it)."""
+    try:
+        state = json.loads(state_file.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if isinstance(state, dict) and state.get("flavour") == "apache-kafka":
+        if not isinstance(state.get("data_dir"), str):
+            raise InputError(f"state file {state_file} has no 'data_dir' string")
+        return Path(state["data_dir"])
+    return None
+
+
+def _save(local: AnyCluster, state_file: Path | None) -> None:
     if state_file is not None:
         local.write_state(state_file)
 
@@ -361,7 +425,10 @@ def cluster_status(state_file: Path | None, data_dir: Path | None) -> None:
     local = _load(state_file, data_dir)
     state = local.state()
     for n in state["nodes"]:
-        n["alive"] = bool(n["pid"]) and is_our_node(n["pid"], n["id"])
+        if isinstance(local, LocalCluster):
+            n["alive"] = bool(n["pid"]) and is_our_node(n["pid"], n["id"])
+        else:
+            n["alive"] = local.alive(n["id"])
     click.echo(json.dumps(state, indent=2))
 
 
@@ -408,9 +475,18 @@ def cluster_features(
 @click.option("--seed", type=int, default=None, help="Override the scenario's seed.")
 @click.option(
     "--launcher",
-    type=click.Choice(["local", "docker", "external"]),
+    type=click.Choice(["local", "docker", "external", "kafka"]),
     default=None,
-    help="Where the cluster runs (default: the scenario's, usually local).",
+    help="Where the cluster runs (default: the scenario's, usually local); kafka: Apache "
+    "Kafka's own release as JVMs here (docs/apache-kafka.md).",
+)
+@click.option(
+    "--kafka-version",
+    default=None,
+    metavar="X.Y.Z",
+    callback=check_kafka_version,
+    help="The Apache Kafka release the kafka launcher runs (default: the scenario's "
+    "cluster.kafka_version, else 4.4.0); fetched from Maven Central on first use.",
 )
 @click.option(
     "--bootstrap",
@@ -494,6 +570,7 @@ def run(
     scenario: Path,
     seed: int | None,
     launcher: str | None,
+    kafka_version: str | None,
     bootstrap: str | None,
     metrics_urls: dict[int, str],
     duration: float | None,
@@ -549,9 +626,14 @@ def run(
             check_web_address(web_host, web_port)
         except WebAddressError as exc:
             raise InputError(str(exc)) from exc
+    if kafka_version is not None and (launcher or parsed.cluster.launcher) != "kafka":
+        raise click.UsageError("--kafka-version is for the kafka launcher (--launcher kafka)")
+    if (launcher or parsed.cluster.launcher) == "kafka":
+        _check_kafka_settings(parsed, scenario)
     options = RunOptions(
         seed=seed,
         launcher=launcher,
+        kafka_version=kafka_version,
         bootstrap=bootstrap,
         metrics=metrics_urls or None,
         duration=duration,
@@ -568,6 +650,17 @@ def run(
         master_port=master_port or None,
     )
     sys.exit(run_scenario(parsed, options))
+
+
+def _check_kafka_settings(parsed: Scenario, scenario: Path) -> None:
+    """The scenario's settings are ones Apache Kafka's nodes can take (no bug switch of the
+    project's cluster), checked before a cluster starts."""
+    from .launch.kafka.layout import split_settings
+
+    try:
+        split_settings(parsed.cluster.setting_pairs())
+    except LaunchError as exc:
+        raise InputError(f"{scenario}: cluster.settings: {exc}") from exc
 
 
 def _check_actions_heal(parsed: Scenario, scenario: Path, duration: float | None) -> None:

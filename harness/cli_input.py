@@ -153,6 +153,18 @@ def check_metrics_urls(
     return urls
 
 
+def check_kafka_version(
+    ctx: click.Context, param: click.Parameter, value: str | None
+) -> str | None:
+    """An Apache Kafka release number (``4.4.0``), checked before anything starts."""
+    if value is None:
+        return None
+    parts = value.strip().split(".")
+    if len(parts) != 3 or not all(p.isdigit() for p in parts):
+        raise click.BadParameter(f"expected a release such as 4.4.0, got {value!r}")
+    return value.strip()
+
+
 def check_bootstrap(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
     """``HOST:PORT[,HOST:PORT...]``, checked before a run directory is made."""
     if value is None:

@@ -25,8 +25,11 @@ counting node ended (the end of its fault; for a drop no such fault spans, the s
 dropped), against the counters' values at the nodes' last scrapes: the nodes' last processes
 count those in full; earlier ones are not checked (the notes say how many).
 A pause keeps the process and its counters, so it leaves the bounds whole. If a node's last
-process was never scraped, that counter's lower bound is not checked. Rules whose metric is
-absent are listed as not checked; clusters that expose no metrics make the checker unknown.
+process was never scraped, that counter's lower bound is not checked. A metric the nodes do not
+expose (an Apache Kafka release has no transaction counters) makes the checker unknown, never
+valid: the reason names it (with the launcher's word on why, run.json's
+cluster.metrics_unavailable) and what was judged; a violated rule still makes it invalid.
+Clusters that expose no metrics make the checker unknown.
 Count: violated rule instances."""
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ from ..reference.metric_rules import (
     late_too_early,
     lso_lag,
     producer_id_count,
+    unexposed,
 )
 from .base import CheckOutput, definition
 from .context import CheckContext
@@ -76,8 +80,6 @@ def check(ctx: CheckContext) -> CheckOutput:
         out.unknown = "no transaction metrics were scraped from the nodes (skipped)"
         return out
     missing = [n for n in NODE_METRICS if n not in names]
-    if missing:
-        out.notes.append("not exposed, not checked: " + ", ".join(missing))
     fs = ctx.data.final_state
     if M.PARTITIONS_WITH_LATE_TXNS.value in names:
         _late(ctx, out, m, [r for r in last if r["name"] == M.PARTITIONS_WITH_LATE_TXNS.value])
@@ -92,6 +94,8 @@ def check(ctx: CheckContext) -> CheckOutput:
         producer_id_count(out, ctx.proj.summary.producers, fs, pids)
     if any(c in names for c in COUNTERS):
         check_counters(ctx, out, m)
+    if missing:  # never valid on what was not seen
+        out.unknown = unexposed(missing, [n for n in NODE_METRICS if n in names], ctx.data.run.info)
     return out
 
 

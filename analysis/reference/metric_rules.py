@@ -49,6 +49,20 @@ class Findings(Protocol):
     notes: list[str]
 
 
+def unexposed(missing: list[str], judged: list[str], info: Mapping[str, Any]) -> str:
+    """Why the checker cannot say ``valid``: the metrics it reads that the nodes do not expose
+    (with the launcher's reason, ``run.json``'s ``cluster.metrics_unavailable``: an Apache
+    Kafka release has no transaction counters), and what it judged without anomalies."""
+    found = info.get("cluster")
+    cluster: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
+    reasons = cluster.get("metrics_unavailable") or {}
+    flavour = " ".join(str(x) for x in (cluster.get("flavour"), cluster.get("version")) if x)
+    default = f"not exposed by the cluster ({flavour})" if flavour else "not exposed by the nodes"
+    told = "; ".join(f"{m}: {reasons.get(m) or default}" for m in missing)
+    rest = f"; judged without anomalies: {', '.join(judged)}" if judged else ""
+    return f"not judged: {told}{rest}"
+
+
 def late_at_end(out: Findings, fs: FinalState, latest: list[Sample], limit_ms: int) -> None:
     """(a) PartitionsWithLateTransactionsCount at the last scrape against the final state's
     open transactions older than ``limit_ms`` then."""

@@ -22,6 +22,7 @@ from .metric_rules import (
     late_too_early,
     lso_lag,
     producer_id_count,
+    unexposed,
 )
 from .rows import Judged
 
@@ -65,8 +66,6 @@ def metrics(ix: Indexes, facts: RunFacts) -> Judged:
         out.unknown = "no transaction metrics were scraped from the nodes (skipped)"
         return out
     missing = [n for n in NODE_METRICS if n not in names]
-    if missing:
-        out.notes.append("not exposed, not checked: " + ", ".join(missing))
     fs = facts.final_state
     if M.PARTITIONS_WITH_LATE_TXNS.value in names:
         late = [r for r in last if r["name"] == M.PARTITIONS_WITH_LATE_TXNS.value]
@@ -81,6 +80,8 @@ def metrics(ix: Indexes, facts: RunFacts) -> Judged:
         producer_id_count(out, producers(ix.ops), fs, pids)
     if any(c in names for c in COUNTERS):
         judge_counters(ix, facts, out, samples)
+    if missing:  # never valid on what was not seen
+        out.unknown = unexposed(missing, [n for n in NODE_METRICS if n in names], facts.info)
     return out
 
 

@@ -76,6 +76,8 @@ def render_report(v: Verdict) -> str:
         for a in actions
     ]
     run: dict[str, Any] = {k: v.run.get(k, "—") for k in ("scenario", "seed", "cluster_kind")}
+    if v.cluster_name():  # the flavour and release that ran (apache-kafka 4.4.0)
+        run["cluster_kind"] = f"{run['cluster_kind']} ({v.cluster_name()})"
     load = load_stats(ops, v.series)  # from the series: whichever engine judged the run
     stats = {k: val for k, val in v.stats.items() if k != "latency_ms"}
     stats.update({k: f"{s:.2f} s" for k, s in v.timings.items()})

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from ..cli_input import InputError, Seconds, check_bootstrap
+from ..cli_input import InputError, Seconds, check_bootstrap, check_kafka_version
 from .plan import PlanError, parse_duration
 from .shrinking import DEFAULT_SHRINK_BUDGET_S, ShrinkPolicy
 
@@ -51,9 +51,17 @@ def _budget(ctx: click.Context, param: click.Parameter, value: str | None) -> fl
 )
 @click.option(
     "--launcher",
-    type=click.Choice(["local", "docker", "external"]),
+    type=click.Choice(["local", "docker", "external", "kafka"]),
     default=None,
-    help="Run every scenario on this launcher (default: each scenario's own).",
+    help="Run every scenario on this launcher (default: each scenario's own); kafka: on "
+    "Apache Kafka's own release.",
+)
+@click.option(
+    "--kafka-version",
+    default=None,
+    metavar="X.Y.Z",
+    callback=check_kafka_version,
+    help="The Apache Kafka release of --launcher kafka (default: the launcher's).",
 )
 @click.option(
     "--bootstrap",
@@ -88,6 +96,7 @@ def nightly_command(
     out: Path,
     seed_base: int | None,
     launcher: str | None,
+    kafka_version: str | None,
     bootstrap: str | None,
     duration: float | None,
     shrink: bool,
@@ -106,6 +115,8 @@ def nightly_command(
         raise click.UsageError("give exactly one of --runs N and --budget DURATION")
     if launcher == "external" and not bootstrap:
         raise click.UsageError("--launcher external needs --bootstrap HOST:PORT")
+    if kafka_version is not None and launcher != "kafka":
+        raise click.UsageError("--kafka-version is for --launcher kafka")
     if out.exists() and not out.is_dir():
         raise InputError(f"--out {out} is not a directory")
     if not shrink and shrink_budget_s is not None:
@@ -120,6 +131,7 @@ def nightly_command(
         budget_s=budget_s,
         seed_base=seed_base,
         launcher=launcher,
+        kafka_version=kafka_version,
         bootstrap=bootstrap,
         duration=duration,
         argv=_without_seed_base(argv),

@@ -40,6 +40,7 @@ class NightlyOptions:
     budget_s: float | None = None
     seed_base: int | None = None
     launcher: str | None = None
+    kafka_version: str | None = None
     bootstrap: str | None = None
     duration: float | None = None
     argv: list[str] = field(default_factory=list)  # how the night was started, for the record
@@ -50,6 +51,8 @@ class NightlyOptions:
         args: list[str] = []
         if self.launcher:
             args += ["--launcher", self.launcher]
+        if self.kafka_version:
+            args += ["--kafka-version", self.kafka_version]
         if self.bootstrap:
             args += ["--bootstrap", self.bootstrap]
         if self.duration is not None:

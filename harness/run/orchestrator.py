@@ -70,6 +70,8 @@ USERS_START_TIMEOUT_S = 60
 class RunOptions:
     seed: int | None = None
     launcher: str | None = None
+    #: the Apache Kafka release of the kafka launcher (replaces cluster.kafka_version)
+    kafka_version: str | None = None
     bootstrap: str | None = None
     #: an external cluster's /metrics URL per node id (replaces the scenario's cluster.metrics)
     metrics: dict[int, str] | None = None
@@ -125,6 +127,7 @@ class Orchestrator:
         self.seed = scenario.seed if options.seed is None else options.seed
         self.duration = options.duration or scenario.duration
         self.launcher = options.launcher or scenario.cluster.launcher
+        self.kafka_version = options.kafka_version or scenario.cluster.kafka_version
         self.bootstrap = options.bootstrap or scenario.cluster.bootstrap
         self.metrics_urls = dict(options.metrics or scenario.cluster.metrics)
         self.run_dir = (options.out or default_run_dir(scenario, self.seed)).resolve()
@@ -139,7 +142,13 @@ class Orchestrator:
         """scenario.yaml: the scenario as run (its seed and duration after the command
         line's overrides), so the run can be repeated, or shrunk, from its directory."""
         (self.run_dir / SCENARIO_FILE).write_text(
-            scenario_as_run(self.scenario, self.seed, self.duration, self.launcher)
+            scenario_as_run(
+                self.scenario,
+                self.seed,
+                self.duration,
+                self.launcher,
+                self.kafka_version if self.launcher == "kafka" else None,
+            )
         )
 
     def run(self) -> int:
@@ -194,6 +203,8 @@ class Orchestrator:
             options: dict[str, Any] = {}
             if self.launcher == "external":
                 options = {"bootstrap": self.bootstrap, "metrics": self.metrics_urls}
+            elif self.launcher == "kafka":
+                options = {"version": self.kafka_version}
             launcher = get_launcher(self.launcher, **options)
             st.handle = launcher.start(
                 ClusterSpec(

@@ -12,6 +12,7 @@ from pyspark.sql import SparkSession
 from txnchaos.analysis import analyze as engines
 from txnchaos.analysis.pipeline import analyze as spark_analyze
 from txnchaos.analysis.verdict import Verdict
+from txnchaos.harness.history.run_dir import write_run_info
 from txnchaos.harness.history.schema import MetricName
 from txnchaos_testing.synthetic import Synth, SynthConfig
 
@@ -101,3 +102,52 @@ def test_a_node_not_scraped_after_its_restart_leaves_the_lower_bounds_unchecked(
     assert "committed_counter_lower" not in metrics.checked
     assert "aborted_counter" not in metrics.checked
     assert sum("lower bound not checked: n0 not scraped" in n for n in metrics.notes) == 2
+
+
+KAFKA_CLUSTER = {
+    "flavour": "apache-kafka",
+    "version": "4.4.0",
+    "metrics_unavailable": {
+        MetricName.TXNS_COMMITTED.value: "Apache Kafka counts no committed transactions",
+        MetricName.TXNS_ABORTED.value: "Apache Kafka counts no aborted transactions",
+    },
+}
+
+
+def _without_counters(synth: Synth, run_dir: Path) -> None:
+    """As an Apache Kafka cluster's nodes are scraped: no transaction counters, and the
+    launcher's reason in run.json."""
+    counters = {MetricName.TXNS_COMMITTED.value, MetricName.TXNS_ABORTED.value}
+    synth.metric_rows = [r for r in synth.metric_rows if r["name"] not in counters]
+    synth.write(run_dir)
+    write_run_info(run_dir, **{**synth.run_info(), "cluster": KAFKA_CLUSTER})
+
+
+def _judged_by_both(spark: SparkSession, run_dir: Path) -> Verdict:
+    want = spark_analyze(run_dir, spark=spark, examples=EXAMPLES, write=False)
+    have = engines.analyze(run_dir, engine="reference", examples=EXAMPLES, write=False)
+    assert_same_verdict(want, have)
+    return have
+
+
+def test_a_metric_the_cluster_lacks_makes_the_checker_unknown_with_the_reason(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    synth = Synth(CONFIG).build()
+    _without_counters(synth, tmp_path)
+    metrics = _judged_by_both(spark, tmp_path).checkers["metrics"]
+    assert metrics.status == "unknown", metrics
+    assert metrics.reason is not None
+    assert "TransactionsCommitted: Apache Kafka counts no committed transactions" in metrics.reason
+    assert "judged without anomalies: PartitionsWithLateTransactionsCount" in metrics.reason
+    assert metrics.checked.get("lso_lag_partitions")  # the rules it has metrics for still ran
+
+
+def test_a_violated_rule_is_invalid_even_with_a_metric_missing(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    synth = Synth(CONFIG).build()
+    synth.inject_metric_lso_lag()
+    _without_counters(synth, tmp_path)
+    metrics = _judged_by_both(spark, tmp_path).checkers["metrics"]
+    assert metrics.status == "invalid" and metrics.counts["lso_lag"] == 1
