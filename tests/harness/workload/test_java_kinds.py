@@ -252,3 +252,34 @@ def test_java_consumer_and_copier_record_what_they_read_and_copy(
         ("begin", "ok"),
         ("commit", "ok"),
     }
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("version", ["4.0.0", "4.4.0"])
+def test_the_oldest_and_newest_releases_commit_on_our_cluster(
+    wl_bootstrap: str, tmp_path: Path, uniq: str, version: str
+) -> None:
+    """The program is compiled against 4.0.0 and reaches internals by reflection (4.4 moved
+    some of them): both ends of the 4.x line start, commit under transaction.version 2 (the
+    epoch grows by one per commit) and acknowledge every record."""
+    from txnchaos.harness.workload.java_client.process import JavaProcess
+
+    topic = f"java-ver-{uniq}"
+    ensure_topics(wl_bootstrap, load_workload({"topics": [{"name": topic}]}).topics)
+    acks: list[dict[str, Any]] = []
+    java = JavaProcess(f"v{version}", version, tmp_path / "jvm.log")
+    java.on_ack = acks.append
+    assert java.start(120).version == version
+    try:
+        java.request("producer", f"bootstrap.servers={wl_bootstrap}", f"transactional.id={uniq}")
+        producer_id, epoch = java.request("init", False)["ids"]
+        for n in range(1, 4):
+            java.request("begin")
+            for i in range(4):
+                java.post("send", topic, i % 3, None, f"{uniq}|{n}|{i}", 0)
+            assert java.request("commit")["ids"] == [producer_id, epoch + n]
+        java.request("close_producer", 1000)
+    finally:
+        java.stop()
+    assert len(acks) == 12 and all(a.get("offset", -1) >= 0 for a in acks), acks

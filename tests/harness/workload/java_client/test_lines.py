@@ -90,3 +90,27 @@ def test_the_java_side_reads_what_python_writes(tmp_path: Path) -> None:
     finally:
         java.stop()
     assert not java.alive
+
+
+@pytest.mark.skipif(shutil.which("javac") is None, reason="needs a JDK")
+def test_two_phase_commit_is_refused_by_a_client_without_it(tmp_path: Path) -> None:
+    """KIP-939's calls on a release without its API (every release up to 4.4.0) fail with
+    one line naming the release, and the producer stays usable (no cluster is needed: a
+    producer connects only when it first sends a request)."""
+    java = JavaProcess("two-phase", DEFAULT_VERSION, tmp_path / "java.log")
+    java.start(120)
+    try:
+        java.request(
+            "producer", "bootstrap.servers=127.0.0.1:9", "transactional.id=t", timeout_s=60
+        )
+        for name, *fields in (("prepare",), ("complete", "5:0"), ("init", True)):
+            with pytest.raises(JavaCallError) as refused:
+                java.request(name, *fields, timeout_s=60)
+            error = refused.value.error
+            assert error.name == "UnsupportedOperationException"
+            assert error.message.startswith(
+                f"KIP-939 two-phase commit is not supported by kafka-clients {DEFAULT_VERSION}:"
+            )
+        java.request("close_producer", 0, timeout_s=60)
+    finally:
+        java.stop()

@@ -15,7 +15,6 @@ import java.util.Properties;
 import java.util.Set;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.LinkedBlockingQueue;
-import org.apache.kafka.common.utils.AppInfoParser;
 
 /**
  * The official Java client (kafka-clients) driven by a workload user over its stdin/stdout.
@@ -52,10 +51,24 @@ public final class Driver {
         reader.start();
         emit(new Lines.Json()
                 .put("ready", true)
-                .put("version", AppInfoParser.getVersion())
+                .put("version", clientVersion())
                 .put("two_phase", TwoPhase.supported())
                 .toString());
         new Driver().serve(commands);
+    }
+
+    /**
+     * The kafka-clients release on the classpath, from the properties file its jar carries
+     * (its AppInfoParser, which reads the same file, moved package in 4.4).
+     */
+    static String clientVersion() {
+        Properties p = new Properties();
+        try (java.io.InputStream in = org.apache.kafka.clients.producer.KafkaProducer.class.getResourceAsStream("/kafka/kafka-version.properties")) {
+            if (in != null) p.load(in);
+        } catch (IOException e) {
+            // unknown
+        }
+        return p.getProperty("version", "unknown");
     }
 
     private static void readCommands(BlockingQueue<String> commands) {

@@ -42,7 +42,9 @@ final class TwoPhase {
 
     private static Object invoke(Method m, Object target, Object... args) throws Exception {
         if (m == null) {
-            throw new UnsupportedOperationException("this kafka-clients has no KIP-939 two-phase commit API");
+            throw new UnsupportedOperationException("KIP-939 two-phase commit is not supported by kafka-clients "
+                    + Driver.clientVersion() + ": its KafkaProducer has no initTransactions(boolean), "
+                    + "prepareTransaction() and completeTransaction(PreparedTxnState)");
         }
         try {
             return m.invoke(target, args);
