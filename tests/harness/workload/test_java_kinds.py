@@ -283,3 +283,55 @@ def test_the_oldest_and_newest_releases_commit_on_our_cluster(
     finally:
         java.stop()
     assert len(acks) == 12 and all(a.get("offset", -1) >= 0 for a in acks), acks
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(300)
+def test_a_user_waiting_on_its_jvm_does_not_hold_up_the_others(
+    wl_bootstrap: str, tmp_path: Path, uniq: str
+) -> None:
+    """Under locust (gevent), a consumer's 3-second polls of an empty topic run while a
+    producer of the same process commits: some commit starts in the first half of a poll and
+    ends inside it. A user
+    that blocked the process while it waited for its JVM would make that impossible."""
+    from .conftest import run_workload
+
+    busy, idle = f"java-busy-{uniq}", f"java-idle-{uniq}"
+    config = {
+        "topics": [{"name": busy, "partitions": 2}, {"name": idle, "partitions": 1}],
+        "users": [
+            {
+                "kind": "java_transactional_producer",
+                "topics": [busy],
+                "records_per_txn": 2,
+                "partitions_per_txn": 1,
+                "abort_probability": 0,
+            },
+            {
+                "kind": "java_read_committed_consumer",
+                "topics": [idle],
+                "group_id": uniq,
+                "poll_timeout_ms": 3000,
+            },
+        ],
+    }
+    run = tmp_path / "run"
+    run_workload(config, run, wl_bootstrap, 15, timeout_s=240)
+    rows = compacted(run)
+    polls = [
+        (r["invoke_ns"], r["complete_ns"])
+        for r in rows
+        if r["process"].startswith("java-consumer") and r["type"] == "poll"
+    ]
+    long_polls = [(a, b) for a, b in polls if b - a >= 2_000_000_000]
+    commits = [
+        (r["invoke_ns"], r["complete_ns"])
+        for r in rows
+        if r["process"].startswith("java-producer")
+        and r["type"] == "commit"
+        and r["outcome"] == "ok"
+    ]
+    assert long_polls and commits, (len(polls), len(commits))
+    # a commit begun in the first half of a poll and ended before it did
+    inside = [c for c in commits if any(a < c[0] < (a + b) / 2 and c[1] < b for a, b in long_polls)]
+    assert inside, "no commit ran while the consumer waited in a poll"
