@@ -16,9 +16,10 @@ from pathlib import Path
 
 from ...maven import Artifact, resolve
 
-#: The release a Java user runs when nothing names one (verified against our cluster and
-#: Apache Kafka 4.1.1 at transaction.version 0 and 2).
-DEFAULT_VERSION = "4.1.1"
+#: The release a Java user runs when nothing names one: the newest served, also the Apache
+#: Kafka launcher's default (verified against our cluster and Apache Kafka 4.4.0 and 4.1.1,
+#: at transaction.version 0 and 2).
+DEFAULT_VERSION = "4.4.0"
 #: The oldest release the program supports, and the one it is compiled against.
 COMPILE_AGAINST = "4.0.0"
 #: kafka-clients 4.x logs through SLF4J 1.7 (its slf4j-api is 1.7.36 in every 4.x release).
