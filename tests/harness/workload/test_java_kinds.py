@@ -316,7 +316,7 @@ def test_a_user_waiting_on_its_jvm_does_not_hold_up_the_others(
         ],
     }
     run = tmp_path / "run"
-    run_workload(config, run, wl_bootstrap, 15, timeout_s=240)
+    run_workload(config, run, wl_bootstrap, 10, timeout_s=240)
     rows = compacted(run)
     polls = [
         (r["invoke_ns"], r["complete_ns"])
@@ -335,3 +335,77 @@ def test_a_user_waiting_on_its_jvm_does_not_hold_up_the_others(
     # a commit begun in the first half of a poll and ended before it did
     inside = [c for c in commits if any(a < c[0] < (a + b) / 2 and c[1] < b for a, b in long_polls)]
     assert inside, "no commit ran while the consumer waited in a poll"
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(300)
+def test_java_copier_killed_mid_transaction_then_successor_copies_exactly_once(
+    wl_bootstrap: str, tmp_path: Path, uniq: str
+) -> None:
+    """A Java copier killed with its copies sent and its offsets in the transaction (commit
+    never called): the transaction times out, the successor's group takes the partitions
+    over from the committed offsets, and every input is copied exactly once."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    from txnchaos.harness.workload.kinds.idempotent_producer import IdempotentProducerWorker
+
+    src, dst, group = f"jcp-in-{uniq}", f"jcp-out-{uniq}", f"jcp-{uniq}"
+    cfg = load_workload(
+        {
+            "topics": [{"name": src, "partitions": 2}, {"name": dst, "partitions": 2}],
+            "users": [
+                {"kind": "idempotent_producer", "topics": [src], "records_per_batch": 30},
+                {
+                    "kind": "java_eos_copier",
+                    "input_topics": [src],
+                    "output_topic": dst,
+                    "group_id": group,
+                    "max_records_per_txn": 10,
+                    "abort_probability": 0,
+                    "transaction_timeout_ms": 3000,
+                    # the dead member holds its partitions until its session times out
+                    "java_config": {"session.timeout.ms": 6000, "heartbeat.interval.ms": 500},
+                },
+            ],
+        }
+    )
+    ensure_topics(wl_bootstrap, cfg.topics)
+    run = tmp_path / "run"
+    w = IdempotentProducerWorker(
+        cfg.users[0], WorkerContext(cfg, run, wl_bootstrap), "idem-producer-0", 0
+    )
+    w.start()
+    w.step()
+    w.stop()
+
+    c = CrashableClient(cfg, 1, run, wl_bootstrap, hold="before-commit")
+    c.start(180)
+    c.wait_hold(180)
+    c.kill()
+    wait_until(lambda: not jvms_of(c.process), 30, "the killed copier's JVM outlived it")
+    s = c.successor()
+    s.start(180)
+    committed = Consumer({"bootstrap.servers": wl_bootstrap, "group.id": group})
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            parts = committed.committed([TopicPartition(src, 0), TopicPartition(src, 1)], 10)
+            done = sum(max(tp.offset, 0) for tp in parts)
+            if done >= 30:
+                break
+            assert time.monotonic() < deadline, f"successor copied only {done} of 30"
+            time.sleep(0.3)
+    finally:
+        committed.close()
+    assert s.stop() == 0
+
+    result = final_read(wl_bootstrap, {dst: 2}, run, timeout_s=60)
+    assert result.complete, result.to_dict()
+    rows = compacted(run)
+    sends = {r["value"]: r for r in rows if r["type"] == "send" and r["txn"] is not None}
+    copies = [r["value"] for r in rows if r["type"] == "final_read" and r["value"]]
+    sources = [sends[v]["source"] for v in copies]
+    assert sorted(sources) == sorted(f"idem-producer-0|-|{i}" for i in range(30))
+    assert {decode_value(v)[0] for v in copies} == {s.process}, "the killed copy is invisible"
+    held = [r for r in rows if r["process"] == c.process and r["type"] == "send_offsets"]
+    assert held and held[-1]["outcome"] == "ok" and held[-1]["group_id"] == group
