@@ -6,6 +6,8 @@ transaction), and a consumer and a copier recording what they read and copy."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -32,6 +34,8 @@ from txnchaos.harness.workload.topics import ensure_topics
 from txnchaos.harness.workload.workers import WorkerContext
 
 from .helpers import compacted, jsonl_lines
+
+ROOT = Path(__file__).resolve().parents[3]
 
 WORKLOAD: dict[str, Any] = {
     "topics": [{"name": "events", "partitions": 2}, {"name": "copies", "partitions": 2}],
@@ -294,8 +298,6 @@ def test_a_user_waiting_on_its_jvm_does_not_hold_up_the_others(
     producer of the same process commits: some commit starts in the first half of a poll and
     ends inside it. A user
     that blocked the process while it waited for its JVM would make that impossible."""
-    from .conftest import run_workload
-
     busy, idle = f"java-busy-{uniq}", f"java-idle-{uniq}"
     config = {
         "topics": [{"name": busy, "partitions": 2}, {"name": idle, "partitions": 1}],
@@ -315,8 +317,21 @@ def test_a_user_waiting_on_its_jvm_does_not_hold_up_the_others(
             },
         ],
     }
+    ensure_topics(wl_bootstrap, load_workload(config).topics)
     run = tmp_path / "run"
-    run_workload(config, run, wl_bootstrap, 10, timeout_s=240)
+    spec = tmp_path / "workload.json"
+    spec.write_text(json.dumps(config))
+    # the users run until the consumer made 3 polls after the producer's first commit,
+    # however long the JVMs take to start on a loaded machine
+    probe = [sys.executable, "-m", "tests.harness.workload.java_gevent_probe"]
+    proc = subprocess.run(
+        [*probe, str(spec), wl_bootstrap, str(run)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=240,
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
     rows = compacted(run)
     polls = [
         (r["invoke_ns"], r["complete_ns"])
