@@ -8,9 +8,11 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import Field
 
-from ..spec import ClientValue, SpecModel
+from ...maven import MavenError
+from ..spec import ClientValue, SpecModel, UserPrepareError
+from .build import JavaBuildError, ensure_built
 from .process import JavaProcess
-from .versions import VERSION_PATTERN, client_version
+from .versions import VERSION_PATTERN, client_lib, client_version
 
 if TYPE_CHECKING:
     from ..workers import Worker
@@ -34,6 +36,16 @@ class JavaClientSpec(SpecModel):
         "harness's; client_config keeps librdkafka's names and only its bootstrap, "
         "client.id, linger.ms and SASL keys are carried over)",
     )
+
+    def prepare(self, run_dir: Path) -> None:
+        """Build the program and fetch the release these users run (first use only)."""
+        version = client_version(self.kafka_clients_version, run_dir)
+        try:
+            ensure_built()
+            client_lib(version)
+        except (JavaBuildError, MavenError) as e:
+            kind = getattr(self, "kind", "java user")
+            raise UserPrepareError(f"{kind}: {e}") from e
 
 
 class JavaUser:

@@ -6,6 +6,7 @@ transaction), and a consumer and a copier recording what they read and copy."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -424,3 +425,34 @@ def test_java_copier_killed_mid_transaction_then_successor_copies_exactly_once(
     assert {decode_value(v)[0] for v in copies} == {s.process}, "the killed copy is invisible"
     held = [r for r in rows if r["process"] == c.process and r["type"] == "send_offsets"]
     assert held and held[-1]["outcome"] == "ok" and held[-1]["group_id"] == group
+
+
+def test_a_release_that_cannot_be_had_stops_the_workload_before_any_user(tmp_path: Path) -> None:
+    """The runner fetches every Java user's release before its users start: one that cannot
+    be had (here: not cached, fetching off) is one line and exit code 2, no user started."""
+    config = {
+        "topics": [{"name": "events", "partitions": 2}],
+        "users": [
+            {
+                "kind": "java_transactional_producer",
+                "topics": ["events"],
+                "kafka_clients_version": "4.0.99",
+            }
+        ],
+    }
+    spec = tmp_path / "workload.json"
+    spec.write_text(json.dumps(config))
+    run = tmp_path / "run"
+    runner = [sys.executable, "-m", "txnchaos.harness.workload.runner", "--config", str(spec)]
+    proc = subprocess.run(
+        [*runner, "--bootstrap", "127.0.0.1:9", "--run-dir", str(run), "--duration", "5"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "TXNCHAOS_MAVEN_OFFLINE": "1"},
+    )
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    line = proc.stderr.strip().splitlines()[-1]
+    assert line.startswith("workload: java_transactional_producer: kafka-clients 4.0.99 ")
+    assert "fetching is off" in line
+    assert not (run / "history").exists()
