@@ -136,6 +136,23 @@ else
     log "java: $(java -version 2>&1 | head -n 1)"
 fi
 
+# ---------------------------------------------------------------- the Java client program
+# The java_* workload kinds run the official Java client through a small program
+# (harness/workload/java_client/src), compiled with javac against kafka-clients fetched from
+# Maven Central into the cache; recompiled only when its sources change.
+if ! command -v javac >/dev/null 2>&1; then
+    apt_install openjdk-17-jdk-headless
+fi
+command -v mvn >/dev/null 2>&1 || apt_install maven
+jlog="$ROOT/var/log/java-client-build.log"
+mkdir -p "$(dirname "$jlog")"
+if jout="$("$VENV/bin/python" -m txnchaos.harness.workload.java_client.build 2>"$jlog")"; then
+    log "java client: $jout"
+else
+    tail -n 20 "$jlog" >&2
+    die "the Java client program did not build (full log: $jlog)"
+fi
+
 # ---------------------------------------------------------------- postgresql (dual-write tests)
 # The dual-write workload's PostgreSQL adapter is tested against a real server (initdb/postgres).
 if ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then

@@ -216,6 +216,8 @@ class WorkloadRunner:
             return
         self.started = True
         self.run_dir.mkdir(parents=True, exist_ok=True)
+        for spec in self.config.users:  # e.g. a Java user's release, fetched once
+            spec.prepare(self.run_dir)
         if self.create_topics and self.mode != "worker":
             ensure_topics(
                 self.bootstrap,
@@ -409,6 +411,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     from .config import WorkloadConfigError
+    from .spec import UserPrepareError
 
     try:
         config, shape = _load_config_file(args.config)
@@ -446,17 +449,24 @@ def main(argv: list[str] | None = None) -> int:
         master_port_file=args.master_port_file,
         started_file=args.started_file,
     )
+    stop = gevent.event.Event()
     if mode == "worker":
         # SIGTERM / SIGINT: the same clean stop as the master's quit (users finish their task)
         gevent.signal_handler(signal.SIGTERM, lambda: gevent.spawn(wl.stop))
         gevent.signal_handler(signal.SIGINT, lambda: gevent.spawn(wl.stop))
-        final = wl.run(args.duration)
     else:
         # SIGTERM / SIGINT end the run early with the same clean stop as the deadline.
-        stop = gevent.event.Event()
         gevent.signal_handler(signal.SIGTERM, stop.set)
         gevent.signal_handler(signal.SIGINT, stop.set)
-        wl.start()
+    try:
+        if mode == "worker":
+            final = wl.run(args.duration)
+        else:
+            wl.start()
+    except UserPrepareError as e:
+        print(f"workload: {e}", file=sys.stderr)
+        return 2
+    if mode != "worker":
         try:
             stop.wait(timeout=args.duration)
         finally:
