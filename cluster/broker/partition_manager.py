@@ -41,6 +41,12 @@ def log_config_for(
         retention_ms=pick("retention.ms", "log.retention.ms"),
         retention_bytes=pick("retention.bytes", "log.retention.bytes"),
         max_message_bytes=pick("max.message.bytes", "message.max.bytes"),
+        timestamp_before_max_ms=pick(
+            "message.timestamp.before.max.ms", "log.message.timestamp.before.max.ms"
+        ),
+        timestamp_after_max_ms=pick(
+            "message.timestamp.after.max.ms", "log.message.timestamp.after.max.ms"
+        ),
     )
 
 
