@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import tempfile
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 
 from ..launch.local import LocalCluster, node_dir
+from ..launch.owner import owned_temp_dir
 from .discover import api_ranges, plausible_values
 from .findings import Finding
 from .health import Health, LogWatch
@@ -53,7 +54,7 @@ class Session:
     def __init__(self, choice: ClusterChoice) -> None:
         self.choice = choice
         self.cluster: LocalCluster | None = None
-        self._tmp: tempfile.TemporaryDirectory[str] | None = None
+        self._tmp: Path | None = None
         self.nodes: list[Node] = []
 
     def __enter__(self) -> Session:
@@ -66,8 +67,8 @@ class Session:
             return self
         data_dir = choice.data_dir
         if data_dir is None:
-            self._tmp = tempfile.TemporaryDirectory(prefix="txnchaos-fuzz-")
-            data_dir = Path(self._tmp.name)
+            # named after this harness: `txnchaos cleanup` removes it if we are killed
+            self._tmp = data_dir = owned_temp_dir("fuzz-")
         self.cluster = LocalCluster.prepare(
             data_dir, choice.brokers, choice.coordinators, choice.settings
         )
@@ -79,7 +80,7 @@ class Session:
         if self.cluster is not None:
             self.cluster.down()
         if self._tmp is not None:
-            self._tmp.cleanup()
+            shutil.rmtree(self._tmp, ignore_errors=True)
 
     async def restart(self, node: Node) -> Node:
         assert self.cluster is not None
