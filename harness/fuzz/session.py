@@ -11,12 +11,13 @@ from pathlib import Path
 
 from ..launch.local import LocalCluster, node_dir
 from ..launch.owner import owned_temp_dir
-from .discover import api_ranges, plausible_values
+from .discover import api_ranges, learn_producers, plausible_values
 from .findings import Finding
 from .health import Health, LogWatch
 from .runner import FuzzOptions, Restart, Runner, Summary, replay
-from .seeds import build_corpus
+from .seeds import Plausible, build_corpus
 from .target import Node, Outcome
+from .typed import TypedContext
 
 
 @dataclasses.dataclass
@@ -104,6 +105,18 @@ async def fuzz(
     return await fuzz_nodes(session.nodes, options, progress, restart)
 
 
+async def typed_context(
+    nodes: list[Node],
+    ranges: list[dict[int, tuple[int, int]]],
+    plausible: Plausible,
+    options: FuzzOptions,
+) -> TypedContext:
+    """What typed cases name (other producers are learnt only when typed cases run)."""
+    if options.strategy == "bytes":
+        return TypedContext(plausible)
+    return TypedContext(plausible, await learn_producers(nodes, ranges, plausible))
+
+
 async def fuzz_nodes(
     nodes: list[Node],
     options: FuzzOptions,
@@ -114,13 +127,15 @@ async def fuzz_nodes(
     ranges = [await api_ranges(n) for n in nodes]
     plausible = await plausible_values(nodes, ranges)
     corpora = [build_corpus(r, plausible) for r in ranges]
+    typed = await typed_context(nodes, ranges, plausible, options)
     if progress is not None:
         seeds = sum(len(c) for c in corpora)
         progress(
             f"fuzz: {len(nodes)} node(s), {seeds} seed frames "
-            f"(every version of every API each node serves), seed {options.seed}"
+            f"(every version of every API each node serves), seed {options.seed}, "
+            f"strategy {options.strategy}"
         )
-    runner = Runner(nodes, corpora, options, restart=restart, progress=progress)
+    runner = Runner(nodes, corpora, options, restart=restart, progress=progress, typed=typed)
     return await runner.run()
 
 
