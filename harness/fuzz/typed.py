@@ -48,7 +48,15 @@ from ...cluster.protocol.compression import LZ4, ZSTD
 from ...cluster.protocol.record_batch import build_control_batch
 from ...cluster.protocol.records import encode_batch
 from .mutators import Case
-from .seeds import CLIENT_ID, DELETE_TOPICS, DOOMED_TOPIC, Plausible, Seed, plausible_values
+from .seeds import (
+    CLIENT_ID,
+    DELETE_TOPICS,
+    DOOMED_TOPIC,
+    ZERO_UUID,
+    Plausible,
+    Seed,
+    plausible_values,
+)
 
 TYPED_SALT = 0x7E57
 MAX_CASE_BYTES = 4 * 1024 * 1024  # larger frames only test socket.request.max.bytes
@@ -262,8 +270,8 @@ def make_typed_case(
     correlation_id = case_id & 0x7FFFFFFF
     cls = request_class(base.api_key, base.api_version)
     plausible = ctx.plausible
-    if base.api_key == DELETE_TOPICS:
-        plausible = dataclasses.replace(plausible, topic=DOOMED_TOPIC)
+    if base.api_key == DELETE_TOPICS:  # as its seeds: never the fuzz topic, by name or id
+        plausible = dataclasses.replace(plausible, topic=DOOMED_TOPIC, topic_id=ZERO_UUID)
     original = plausible_values(cls, plausible)
     for _ in range(ATTEMPTS):
         values = copy.deepcopy(original)

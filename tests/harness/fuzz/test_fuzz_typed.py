@@ -21,6 +21,7 @@ BROKER = {0: (3, 11), 1: (4, 16), 2: (1, 7), 3: (0, 12), 10: (0, 6), 18: (0, 3),
 COORDINATOR = {
     19: (2, 7),
     22: (0, 4),
+    20: (1, 6),
     24: (0, 3),
     44: (0, 1),
     61: (0, 0),
@@ -28,7 +29,9 @@ COORDINATOR = {
     66: (0, 2),
 }
 OTHER = (4242, 7)
-CONTEXT = TypedContext(Plausible(topic_id=uuid.UUID(int=7)), (OTHER,))
+CONTEXT = TypedContext(
+    Plausible(topic_id=uuid.UUID("12345678-9abc-4def-8123-456789abcdef")), (OTHER,)
+)
 CASES = 1_000
 
 
@@ -63,6 +66,16 @@ def test_typed_cases_are_valid_frames_with_hostile_values(corpora: list[list[See
     assert struct.pack(">qh", *OTHER) in joined  # another producer's id and epoch, as issued
     assert FORGED_LINE.encode() in joined
     assert any(p.encode() in joined for p in PATTERNS if len(p) > 2)  # regular expressions
+
+
+def test_delete_topics_cases_never_name_the_fuzz_topic(corpora: list[list[Seed]]) -> None:
+    """Its seeds delete a topic of their own; a typed DeleteTopics named the fuzz topic by
+    its id and deleted it under every other case."""
+    deletes = [make_typed_case(corpora, CONTEXT, 9, i) for i in range(3_000)]
+    deletes = [c for c in deletes if c.api_key == 20]
+    assert deletes
+    assert not [c for c in deletes if CONTEXT.plausible.topic_id.bytes in c.data]
+    assert not [c for c in deletes if b"fuzz-topic" in c.data]
 
 
 def test_a_typed_case_is_named_by_seed_and_id(corpora: list[list[Seed]]) -> None:
