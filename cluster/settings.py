@@ -32,6 +32,20 @@ _SPECS: tuple[SettingSpec, ...] = (
     SettingSpec("log.retention.bytes", int, -1, "partition size limit (-1: none)"),
     SettingSpec("log.retention.check.interval.ms", int, 300_000, "how often retention runs"),
     SettingSpec("message.max.bytes", int, 1_048_588, "largest record batch accepted"),
+    SettingSpec(
+        "log.message.timestamp.before.max.ms",
+        int,
+        2**63 - 1,
+        "how far behind the broker's clock a record's timestamp may be",
+        0,
+    ),
+    SettingSpec(
+        "log.message.timestamp.after.max.ms",
+        int,
+        3_600_000,
+        "how far ahead of the broker's clock a record's timestamp may be",
+        0,
+    ),
     SettingSpec("min.insync.replicas", int, 1, "accepted for compatibility; one replica"),
     SettingSpec(
         "fetch.max.bytes",

@@ -14,6 +14,7 @@ import click
 
 from ..analysis.verdict import ENGINES as ANALYSIS_ENGINES
 from ..cluster.settings import NodeSettings, SettingsError
+from .cleanup import cleanup_command
 from .cli_input import (
     LOG_LEVEL,
     PORT,
@@ -742,6 +743,7 @@ def demo(brokers: int, transactions: int, partitions: int, data_dir: Path | None
 
 # ---- txnchaos fuzz, txnchaos nightly -----------------------------------------------------
 main.add_command(fuzz_command)
+main.add_command(cleanup_command)
 main.add_command(nightly_command)
 main.add_command(worker_command)
 main.add_command(repro_command)

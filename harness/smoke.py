@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import random
 import shutil
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +26,7 @@ from .history.run_dir import write_run_info
 from .history.schema import EventType, encode_value
 from .history.writer import HistoryWriter
 from .launch.local import LocalCluster
+from .launch.owner import owned_temp_dir
 from .workload.clients import ConsumerClient, ProducerClient
 from .workload.final_read import final_read
 
@@ -215,7 +215,7 @@ def run_smoke(*, brokers: int, transactions: int, partitions: int, data_dir: Pat
     ``data_dir`` the run directory stays in ``data_dir/run`` (``txnchaos analyze`` reads it)."""
     console = Console()
     temp = data_dir is None
-    root = Path(tempfile.mkdtemp(prefix="txnchaos-demo-")) if data_dir is None else data_dir
+    root = owned_temp_dir("demo-") if data_dir is None else data_dir
     run_dir = root / "run"
     try:
         result = record_run(

@@ -134,19 +134,21 @@ class ProduceApi:
             and self.verifier is not None
             and (self.verification_active() or self._implicit_add(ctx.api_version))
         ):
+            await self._ensure_known(request)
             errors = await self._verified(request, topics, ctx.api_version, ctx)
             if acks == 0:
                 if errors:
                     raise CloseConnection
                 return None
         else:
+            await self._ensure_known(request)
             for t in request.topic_data:
                 results = []
                 for p in t.partition_data:
                     tid = request.transactional_id
                     result = self._append(t.name, p.index, p.records, transactional_id=tid)
-                    if result is None:  # the partition is not known here yet
-                        result = await self._append_after_sync(t.name, p.index, p.records, tid)
+                    if result is None:  # the partition is not here
+                        result = self._missing(t.name, p.index)
                     if result[1]:
                         errors.append(result[1])
                     results.append(result)
@@ -156,6 +158,12 @@ class ProduceApi:
                     raise CloseConnection
                 return None
         return ctx.encoded(produce_response(ctx.api_version, topics), tuple(errors))
+
+    async def _ensure_known(self, request: Any) -> None:
+        """One view refresh for the whole request, whatever it names (see ensure_known)."""
+        await self.partitions.ensure_known(
+            (t.name, p.index) for t in request.topic_data for p in t.partition_data
+        )
 
     async def _verified(
         self,
@@ -175,7 +183,7 @@ class ProduceApi:
         producers: set[tuple[int, int]] = set()
         for t in request.topic_data:
             for p in t.partition_data:
-                partition = await self.partitions.get_or_sync(t.name, p.index)
+                partition = self.partitions.get(t.name, p.index)
                 if partition is None or not p.records:
                     continue
                 found[(t.name, p.index)] = partition
@@ -219,7 +227,7 @@ class ProduceApi:
                     partition = found.get(key)
                     tid = request.transactional_id
                     if partition is None:
-                        result = await self._append_after_sync(t.name, p.index, p.records, tid)
+                        result = self._missing(t.name, p.index)
                     else:
                         held = guards.get(key)
                         appended = self._append(t.name, p.index, p.records, partition, held, tid)
@@ -296,19 +304,13 @@ class ProduceApi:
             result.error_message,
         )
 
-    async def _append_after_sync(
-        self, topic: str, index: int, records: bytes | None, transactional_id: str | None = None
-    ) -> PartitionResult:
-        partition = await self.partitions.get_or_sync(topic, index)
-        if partition is None:
-            view = self.partitions.source.view()
-            meta = view.topic(topic)
-            if meta is None or not 0 <= index < meta.num_partitions:
-                return self._error(index, UNKNOWN_TOPIC_OR_PARTITION)
-            return self._error(index, NOT_LEADER_OR_FOLLOWER)
-        result = self._append(topic, index, records, partition, None, transactional_id)
-        assert result is not None
-        return result
+    def _missing(self, topic: str, index: int) -> PartitionResult:
+        """The answer for a partition this node does not have (after the request's
+        refresh): unknown to the cluster, or led by another node."""
+        meta = self.partitions.source.view().topic(topic)
+        if meta is None or not 0 <= index < meta.num_partitions:
+            return self._error(index, UNKNOWN_TOPIC_OR_PARTITION)
+        return self._error(index, NOT_LEADER_OR_FOLLOWER)
 
     @staticmethod
     def _error(index: int, code: int, message: str | None = None) -> PartitionResult:

@@ -80,6 +80,11 @@ class WriteTxnMarkersApi:
             markers.append((marker.producer_id, topics))
         for tp, entries in known.items():
             self._write_known(tp, entries)
+        unknown = [
+            (n, i) for _, n, slots, _ in later if n != GROUP_METADATA_TOPIC for _, i in slots
+        ]
+        if unknown and self.partitions is not None:  # one view refresh for all of them
+            await self.partitions.ensure_known(unknown)
         for marker, name, slots, results in later:
             await self._write_later(marker, name, slots, results, admin)
         errors = tuple(code for _, ts in markers for _, rs in ts for _, code in rs if code)
@@ -136,7 +141,7 @@ class WriteTxnMarkersApi:
     async def _write(self, topic: str, index: int, marker: Any, admin: bool) -> int:
         if self.partitions is None:
             return ErrorCode.not_leader_or_follower.value
-        partition = await self.partitions.get_or_sync(topic, index)
+        partition = self.partitions.get(topic, index)
         if partition is None:
             meta = self.partitions.source.view().topic(topic)
             if meta is None or not 0 <= index < meta.num_partitions:

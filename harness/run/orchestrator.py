@@ -37,6 +37,7 @@ from ..client_security import security_config
 from ..history.compact import compact_to_parquet
 from ..history.run_dir import DEFAULT_TRANSACTION_MAX_TIMEOUT_MS, RunDirError, write_run_info
 from ..launch.base import KILL, PAUSE, RESTART, ClusterHandle, ClusterSpec
+from ..launch.lifetime import spawn
 from ..launch.registry import get_launcher
 from ..nemesis.executor import NemesisExecutor
 from ..nemesis.schedule import Targets, build_schedule
@@ -319,9 +320,8 @@ class Orchestrator:
     def _spawn(self, cmd: list[str], log_name: str) -> subprocess.Popen[bytes]:
         log_file = open(self.run_dir / "logs" / log_name, "ab")  # noqa: SIM115
         try:
-            return subprocess.Popen(
-                cmd, stdin=subprocess.DEVNULL, stdout=log_file, stderr=subprocess.STDOUT
-            )
+            # dies with the harness, also on kill -9 (it outlived it: issue 35, item 10)
+            return spawn(cmd, stdin=subprocess.DEVNULL, stdout=log_file, stderr=subprocess.STDOUT)
         finally:
             log_file.close()
 

@@ -241,6 +241,9 @@ CASES: list[tuple[list[str], str]] = [
     (["cluster", "down", "--state", "{bad_nodes}"], "nodes[0]"),
     (["cluster", "down", "--state", "{missing}"], "{missing}"),
     # txnchaos fuzz
+    (["cleanup", "--harness-pid", "0"], "--harness-pid"),
+    (["cleanup", "--harness-pid", "x"], "--harness-pid"),
+    (["cleanup", "--bogus"], "--bogus"),
     (["fuzz", "--cases", "0"], "--cases"),
     (["fuzz", "--replay", "{missing}"], "{missing}"),
     (["fuzz", "--replay", "{binary}"], "{binary}"),
