@@ -52,7 +52,7 @@ from .coordinator.transactions.config import TxnConfig
 from .coordinator.transactions.coordinator import TransactionCoordinator
 from .coordinator.transactions.factory import create_transaction_coordinator
 from .coordinator.transactions.init_producer_id_api import InitProducerIdApi
-from .features import SUPPORTED, transaction_version, verification_enabled
+from .features import SUPPORTED
 from .metadata_source import LocalMetadataSource, MetadataSource, RemoteMetadataSource
 from .metrics import (
     NodeMetrics,
@@ -230,29 +230,25 @@ class Node:
 
         self.producer_ids = ProducerIdBlocks(self.source)
         # KIP-890 part 1: brokers (Produce) and group coordinators (TxnOffsetCommit)
-        # verify with the transaction coordinator when the cluster is at TV1+.
+        # verify old clients' first writes with the transaction coordinator while
+        # transaction.partition.verification.enable is on, at every transaction.version
+        # (as Kafka); TV2 requests (Produce v12, TxnOffsetCommit v5) always have the
+        # coordinator add the partition.
         self.verifier = TxnVerifier(
             self.placement, self.node_address, client_id=f"{NODE_CLIENT_PREFIX}{cfg.node_id}"
         )
         verify_setting = cfg.settings.get("transaction.partition.verification.enable")
 
         def verification_active() -> bool:
-            return verification_enabled(source.view(), verify_setting)
+            return bool(verify_setting)
 
-        self.offsets_verification = TxnOffsetVerification(
-            self.verifier, verification_active, lambda: transaction_version(source.view())
-        )
+        self.offsets_verification = TxnOffsetVerification(self.verifier, verification_active)
         self.metrics.add_collector(VerificationMetrics(self.verifier.stats))
         if "coordinator" in cfg.roles:
             self._create_coordinators()
         if self.is_broker:
             self.partitions = PartitionManager(cfg.data_dir, cfg.node_id, self.source, cfg.settings)
-            ProduceApi(
-                self.partitions,
-                self.verifier,
-                verification_active,
-                lambda: transaction_version(source.view()),
-            ).register(self.registry)
+            ProduceApi(self.partitions, self.verifier, verification_active).register(self.registry)
             FetchApi(
                 self.partitions,
                 max_bytes=cfg.settings.get("fetch.max.bytes"),
