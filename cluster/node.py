@@ -66,7 +66,7 @@ from .net.client import use_sasl_for_peers
 from .producer_ids import ProducerIdBlocks
 from .security.install import AccessControl
 from .security.metrics import AuthenticationMetrics
-from .server.cluster_action import admin_prefixes, guard_server_only_apis
+from .server.cluster_action import guard_server_only_apis
 from .server.dispatch import ApiRegistry
 from .server.limits import ConnectionLimits
 from .server.server import KafkaServer, register_api_versions
@@ -277,10 +277,7 @@ class Node:
         ).register(self.registry)
         authorizing = self.access is not None and self.access.authorizer is not None
         if cfg.settings.get("txnchaos.cluster.action.authorization.enable") and not authorizing:
-            guard_server_only_apis(
-                self.registry,
-                admin_prefixes(cfg.settings.get("txnchaos.cluster.action.client.ids")),
-            )
+            guard_server_only_apis(self.registry)
 
         if self.access is not None:  # last: it guards every API registered above
             self.metrics.add_collector(AuthenticationMetrics(self.access.authenticator))

@@ -466,7 +466,7 @@ def test_admin_abort_rules_and_the_coordinator_timing_out_afterwards(bootstrap: 
         tool("describe", "--bootstrap", bootstrap, "--transactional-id", "timed")["state"]
         == "Ongoing"
     )
-    admin_id = "txnchaos-admin-test"
+    admin_id = "adminclient-1"  # any client id: no prefix is special (Kafka)
     assert write_marker(bootstrap, admin_id, pid, epoch + 1, -1) == INVALID_PRODUCER_EPOCH
     assert write_marker(bootstrap, admin_id, pid + 1000, 0, -1) == INVALID_TXN_STATE
     lso, hw = offsets(bootstrap, 0)
