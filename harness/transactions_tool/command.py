@@ -18,6 +18,18 @@ from .admin import AdminClient, AdminError, Unreachable
 from .command_config import command_config_option
 
 T = TypeVar("T")
+#: The states a coordinator reports (Kafka's TransactionState names): a filter naming any
+#: other would silently match nothing.
+TRANSACTION_STATES = (
+    "Empty",
+    "Ongoing",
+    "PrepareCommit",
+    "PrepareAbort",
+    "CompleteCommit",
+    "CompleteAbort",
+    "PrepareEpochFence",
+    "Dead",
+)
 BROKER = click.IntRange(min=0)
 OFFSET = click.IntRange(min=0)
 
@@ -35,10 +47,13 @@ def _target(f: Callable[..., None]) -> Callable[..., None]:
     )(f)
     return click.option(
         "--bootstrap",
+        "--bootstrap-server",
+        "bootstrap",
         default=None,
         metavar="HOST:PORT",
         callback=check_bootstrap,
-        help="Any Kafka-compatible cluster (HOST:PORT[,HOST:PORT...]).",
+        help="Any Kafka-compatible cluster (HOST:PORT[,HOST:PORT...]; --bootstrap-server "
+        "as Kafka's tool spells it).",
     )(f)
 
 
@@ -88,7 +103,13 @@ def transactions_command() -> None:
 @transactions_command.command("list")
 @_target
 @click.option("--broker", type=BROKER, default=None, help="Only this broker's coordinator.")
-@click.option("--state-filter", "states", multiple=True, help="Only in this state (repeatable).")
+@click.option(
+    "--state-filter",
+    "states",
+    multiple=True,
+    type=click.Choice(TRANSACTION_STATES),
+    help="Only in this state (repeatable).",
+)
 @click.option(
     "--producer-id-filter", "producer_ids", type=int, multiple=True, help="Only this producer id."
 )
