@@ -12,7 +12,8 @@ asserted from both (docs/conformance.md, "Differences fixed"):
 * ApiVersions v3 leaves transaction.version out of SupportedFeatures (its minimum level
   is 0, KAFKA-17492) while FinalizedFeatures lists it: Kafka does the same;
 * DescribeTransactions: no start time (-1) in Empty, the last transaction's in Complete*;
-* Kafka's own ``kafka-transactions.sh abort`` (KIP-664) ends an open transaction on both.
+* Kafka's own ``kafka-transactions.sh abort`` (KIP-664) ends an open transaction on both;
+* ``txnchaos acls`` manages Kafka's ACLs (StandardAuthorizer) as kafka-acls.sh does.
 """
 
 from __future__ import annotations
@@ -43,6 +44,12 @@ CONCURRENT_TRANSACTIONS = 51
 TRANSACTION_ABORTABLE = 120
 RETRIABLE = {14, 15, 16, CONCURRENT_TRANSACTIONS}  # loading / not available / not coordinator
 FLAVOURS = ["apache-kafka", "txnchaos"]
+KAFKA_SETTINGS = [
+    "transaction.version=0",
+    # an authorizer, for txnchaos acls; PLAINTEXT: everyone is User:ANONYMOUS, a super user
+    "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+    "super.users=User:ANONYMOUS",
+]
 
 
 class Side:
@@ -76,7 +83,7 @@ class Side:
             time.sleep(0.2)
         raise AssertionError(f"no answer to {api_key} v{version}: {r}")
 
-    def init(self, txn_id: str) -> tuple[int, int]:
+    def init(self, txn_id: str, timeout_ms: int = 60_000) -> tuple[int, int]:
         # FindCoordinator first: Kafka creates __transaction_state on the first one
         self.retried(10, 4, lambda r: r.coordinators[0].error_code, key_type=1,
                      coordinator_keys=[txn_id])  # fmt: skip
@@ -85,7 +92,7 @@ class Side:
             4,
             lambda r: r.error_code,
             transactional_id=txn_id,
-            transaction_timeout=60_000,
+            transaction_timeout=timeout_ms,
             producer_id=-1,
             producer_epoch=-1,
         )
@@ -193,7 +200,7 @@ class Side:
 @pytest.fixture(scope="module")
 def sides(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Side]]:
     kafka = KafkaLauncher().start(
-        ClusterSpec(brokers=1, coordinators=0, settings=["transaction.version=0"], seed=1),
+        ClusterSpec(brokers=1, coordinators=0, settings=KAFKA_SETTINGS, seed=1),
         tmp_path_factory.mktemp("kafka-tv0"),
     )
     ours = start_cluster(
@@ -348,7 +355,8 @@ def test_kafkas_transactions_tool_aborts_an_open_transaction(
     admin was a client-id prefix; now it ends the transaction on both clusters."""
     side = sides[flavour]
     topic, txn_id = side.topic(), unique("abort")
-    pid, epoch = side.init(txn_id)
+    # a long timeout: the coordinator must not end it while two JVMs start (loaded CI)
+    pid, epoch = side.init(txn_id, timeout_ms=600_000)
     assert side.add(txn_id, pid, epoch, topic) == NONE
     assert side.produce(11, txn_id, pid, epoch, topic) == NONE
     assert side.offsets(topic) == (0, 1)
@@ -365,3 +373,43 @@ def test_kafkas_transactions_tool_aborts_an_open_transaction(
     assert done.returncode == 0, done.stdout + done.stderr
     lso, hw = side.offsets(topic)
     assert lso == hw == 2  # the record and the abort marker: nothing open
+
+
+def test_acls_tool_against_kafkas_standard_authorizer(sides: dict[str, Side]) -> None:
+    """``txnchaos acls`` adds, lists and removes ACLs on Kafka 4.4.0 (TwoPhaseCommit
+    included), and Kafka's own kafka-acls.sh lists what it added."""
+    from click.testing import CliRunner
+
+    from txnchaos.harness.cli import main
+
+    bootstrap = sides["apache-kafka"].bootstrap
+
+    def acls(*args: str) -> str:
+        result = CliRunner().invoke(main, ["acls", "--bootstrap-server", bootstrap, *args])
+        assert result.exit_code == 0, (result.stdout, result.stderr)
+        return result.stdout
+
+    txn_id = unique("alice-2pc")
+    acls(
+        "--add", "--allow-principal", "User:alice", "--operation", "TwoPhaseCommit",
+        "--operation", "Write", "--transactional-id", txn_id,
+    )  # fmt: skip
+    theirs = kafka_tool(
+        "org.apache.kafka.tools.AclCommand", "--bootstrap-server", bootstrap, "--list",
+        "--transactional-id", txn_id,
+    )  # fmt: skip
+    assert theirs.returncode == 0, theirs.stdout + theirs.stderr
+    assert "operation=TWO_PHASE_COMMIT, permissionType=ALLOW" in theirs.stdout
+    assert "operation=WRITE, permissionType=ALLOW" in theirs.stdout
+    assert "already exists" in acls(
+        "--add", "--allow-principal", "User:alice", "--operation", "Write",
+        "--transactional-id", txn_id,
+    )  # fmt: skip
+    acls(
+        "--remove", "--force", "--allow-principal", "User:alice", "--operation",
+        "TwoPhaseCommit", "--transactional-id", txn_id,
+    )  # fmt: skip
+    listed = acls("--list", "--transactional-id", txn_id)
+    assert "TWO_PHASE_COMMIT" not in listed and "operation=WRITE" in listed
+    acls("--remove", "--force", "--transactional-id", txn_id)
+    assert acls("--list", "--transactional-id", txn_id).strip() == ""
