@@ -382,12 +382,13 @@ class TransactionCoordinator:
         return None if self.transaction_version is None else int(self.transaction_version())
 
     def _refuses_tv2(self, transit: TxnTransit) -> bool:
-        """A TV2 client's transit at finalized level 0: its version-0 value could not
-        carry the client's transaction version, so Kafka refuses the request
+        """A transit that needs a version-1 value (a TV2 client's transaction version, or
+        the NextProducerId a keep-prepared init records) at finalized level 0: its
+        version-0 value could not carry it, so Kafka refuses the request
         (UNSUPPORTED_VERSION) and writes nothing. (Kafka 4.4.0 also leaves the id's
         pending transition set, answering CONCURRENT_TRANSACTIONS to everything after;
         here nothing changes, so the id stays usable by a TV0/TV1 client.)"""
-        return supports_epoch_bump(transit.client_transaction_version) and not (
+        return transit.needs_value_v1 and not (
             writes_tv2_records(self.server_transaction_version())
         )
 
@@ -591,6 +592,8 @@ class TransactionCoordinator:
         if is_epoch_exhausted(md.client_ids[1]) and fresh_pid is None:
             return InitResult(int(E.concurrent_transactions))  # the client retries
         transit = md.prepare_keep_prepared(fresh_pid, timeout_ms, now, two_phase)
+        if self._refuses_tv2(transit):
+            return InitResult(int(E.unsupported_version))
         if not self._commit(md, transit):
             return InitResult(int(E.coordinator_not_available))
         self.counters.producers_fenced += 1

@@ -30,6 +30,7 @@ from txnchaos.harness.clients.errors import INVALID_TXN_STATE, UnsupportedError
 from txnchaos.harness.clients.txn_state import TxnState as ClientTxnState
 
 S = TxnState
+UNSUPPORTED_VERSION = 35
 LAST = MAX_EPOCH - 1  # the last epoch a client may hold
 TXN_ID_AUTH_FAILED = 53
 
@@ -171,6 +172,26 @@ async def test_keep_prepared_then_old_protocol_end(tmp_path: Path) -> None:
     assert (md.producer_id, md.producer_epoch, md.next_producer_epoch) == (pid, epoch + 1, -1)
     # The producer goes on with the epoch it was given.
     assert await h.add(pid, epoch + 1, {"t1": [1]}) == {("t1", 1): NONE}
+
+
+@async_test
+async def test_keep_prepared_at_transaction_version_0_is_unsupported(tmp_path: Path) -> None:
+    """The kept transaction's NextProducerId/Epoch need a version-1 state record, which
+    finalized level 0 does not write: refused as Kafka refuses a TV2 client's state there
+    (UNSUPPORTED_VERSION), nothing changed."""
+    for level, want in ((0, UNSUPPORTED_VERSION), (1, NONE)):
+        h = Harness(
+            tmp_path / str(level),
+            two_phase_commit_enable=True,
+            transaction_version=lambda level=level: level,  # type: ignore[misc]
+        ).start()
+        _, pid, epoch, _, _ = await init6(h)
+        assert await h.add(pid, epoch, {"t1": [0]}) == {("t1", 0): NONE}
+        assert (await init6(h, keep=True))[0] == want
+        md = h.coordinator.metadata("tx")
+        assert md is not None and md.state == S.ONGOING
+        assert md.client_ids == ((pid, epoch) if level == 0 else (pid, epoch + 1))
+        h.crash()
 
 
 @async_test
