@@ -64,6 +64,7 @@ from .metrics import (
 )
 from .net.client import use_sasl_for_peers
 from .producer_ids import ProducerIdBlocks
+from .security.acl_apis import SecurityDisabledAclApis
 from .security.install import AccessControl
 from .security.metrics import AuthenticationMetrics
 from .server.cluster_action import guard_server_only_apis
@@ -279,6 +280,8 @@ class Node:
         if cfg.settings.get("txnchaos.cluster.action.authorization.enable") and not authorizing:
             guard_server_only_apis(self.registry)
 
+        if self.access is None:  # no authorizer: the ACL APIs say so (Kafka's AclApis)
+            SecurityDisabledAclApis().register(self.registry)
         if self.access is not None:  # last: it guards every API registered above
             self.metrics.add_collector(AuthenticationMetrics(self.access.authenticator))
             self.access.install(

@@ -28,6 +28,7 @@ JAAS = "org.apache.kafka.common.security.plain.PlainLoginModule required " + " "
     ['username="node" password="node-pw"', *(f'user_{u}="{p}"' for u, p in PASSWORDS.items())]
 )
 TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53
+SECURITY_DISABLED = 54
 
 
 @pytest.fixture(scope="module")
@@ -181,3 +182,50 @@ def test_a_user_without_alter_on_the_cluster_is_refused(
     )
     err = acls(cluster, config, "--add", "--topic", "t", "--allow-principal", "User:alice", code=2)
     assert "CLUSTER_AUTHORIZATION_FAILED" in err
+
+
+def test_without_an_authorizer_the_acl_apis_say_security_disabled(bootstrap: str) -> None:
+    """As Kafka's AclApis (Kafka 4.4.0 without an authorizer answers the tool's --list the
+    same way): served, refused with SECURITY_DISABLED and Kafka's messages."""
+    result = CliRunner().invoke(main, ["acls", "--bootstrap-server", bootstrap, "--list"])
+    assert result.exit_code == 2
+    assert result.stderr.strip() == (
+        "txnchaos acls: DescribeAcls refused: SECURITY_DISABLED "
+        "(No Authorizer is configured on the broker)"
+    )
+    client = RawClient(*address(bootstrap))
+    try:
+        versions = client.request(18, 3, client_software_name="t", client_software_version="1")
+        served = {int(k.api_key): (k.min_version, k.max_version) for k in versions.api_keys}
+        assert {k: served.get(k) for k in (29, 30, 31)} == dict.fromkeys((29, 30, 31), (1, 3))
+        binding = {
+            "resource_type": 2,
+            "resource_name": "t",
+            "resource_pattern_type": 3,
+            "principal": "User:a",
+            "host": "*",
+            "operation": 3,
+            "permission_type": 3,
+        }
+        created = client.request(30, 3, creations=[binding, binding])
+        assert [(r.error_code, r.error_message) for r in created.results] == [
+            (SECURITY_DISABLED, "No Authorizer is configured.")
+        ] * 2
+        deleted = client.request(
+            31,
+            3,
+            filters=[
+                {
+                    "resource_type_filter": 1,
+                    "resource_name_filter": None,
+                    "pattern_type_filter": 1,
+                    "principal_filter": None,
+                    "host_filter": None,
+                    "operation": 1,
+                    "permission_type": 1,
+                }
+            ],
+        )
+        assert [r.error_code for r in deleted.filter_results] == [SECURITY_DISABLED]
+    finally:
+        client.close()
