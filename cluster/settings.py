@@ -120,16 +120,9 @@ _SPECS: tuple[SettingSpec, ...] = (
         "txnchaos.cluster.action.authorization.enable",
         bool,
         True,
-        "answer server-only APIs (AddPartitionsToTxn v4+, WriteTxnMarkers) with "
-        "CLUSTER_AUTHORIZATION_FAILED unless the client id names a node (txnchaos-node-*)",
-    ),
-    SettingSpec(
-        "txnchaos.cluster.action.client.ids",
-        str,
-        "txnchaos-admin",
-        "comma-separated client-id prefixes granted CLUSTER_ACTION besides the nodes "
-        "(operators: an admin abort is a WriteTxnMarkers; '' grants nobody); with "
-        "authorizer.class.name set, ACLs decide instead",
+        "answer server-only APIs (AddPartitionsToTxn v4+, the controller's node APIs) with "
+        "CLUSTER_AUTHORIZATION_FAILED unless the client id names a node (txnchaos-node-*); "
+        "with authorizer.class.name set, ACLs decide instead",
     ),
     SettingSpec(
         "listener.security.protocol",

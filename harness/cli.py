@@ -14,6 +14,7 @@ import click
 
 from ..analysis.verdict import ENGINES as ANALYSIS_ENGINES
 from ..cluster.settings import NodeSettings, SettingsError
+from .acls_tool.command import acls_command
 from .cleanup import cleanup_command
 from .cli_input import (
     LOG_LEVEL,
@@ -752,6 +753,7 @@ main.add_command(shrink_command)
 
 # ---- txnchaos transactions (KIP-664) ---------------------------------------------------
 main.add_command(transactions_command)
+main.add_command(acls_command)  # Kafka's kafka-acls.sh (docs/conformance.md)
 
 
 if __name__ == "__main__":

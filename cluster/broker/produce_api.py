@@ -1,16 +1,19 @@
 """Produce v3-v12: validate, append to the local partition, answer per partition.
 
-KIP-890 part 1: when verification is on (``transaction.partition.verification.enable``
-and transaction.version >= 1), a transactional batch for a partition where its
+KIP-890 part 1: when verification is on (``transaction.partition.verification.enable``,
+at every transaction.version, as Kafka), a transactional batch for a partition where its
 producer has no ongoing transaction is appended only after the coordinator confirmed
 (AddPartitionsToTxn VerifyOnly, see ``txn_verification``) that the transaction added
 the partition. Errors follow Kafka's ReplicaManager: INVALID_TXN_STATE when it did
 not; retriable coordinator errors become NOT_ENOUGH_REPLICAS with a message (old
 clients retry it without a metadata refresh).
 
-KIP-890 part 2: a Produce v12 (a new client) on a TV2 cluster needs no
-AddPartitionsToTxn: the broker has the coordinator add the partition (AddPartitionsToTxn
-v5 without VerifyOnly) before the first write of each transaction to it, and refuses
+KIP-890 part 2: a Produce v12 (a new client) needs no AddPartitionsToTxn: the broker
+has the coordinator add the partition (AddPartitionsToTxn v5 without VerifyOnly) before
+the first write of each transaction to it, whatever the setting (the request version
+decides, as Kafka's ``produceRequestVersionToTransactionSupportedOperation``; at
+transaction.version 0 the coordinator refuses the add with UNSUPPORTED_VERSION and
+nothing is written), and refuses
 a first write whose sequence is not 0 (OUT_OF_ORDER_SEQUENCE_NUMBER: a new epoch, so a
 new transaction, starts at 0). Produce v11+ clients get TRANSACTION_ABORTABLE as it is.
 
@@ -94,19 +97,18 @@ class ProduceApi:
         partitions: PartitionManager,
         verifier: TxnVerifier | None = None,
         verification_active: Callable[[], bool] = lambda: False,
-        transaction_version: Callable[[], int] = lambda: 0,
     ) -> None:
         self.partitions = partitions
         self.verifier = verifier
         self.verification_active = verification_active
-        self.transaction_version = transaction_version
         self.lookahead = VerificationLookahead(lambda t, i: partitions.partitions.get((t, i)))
 
     def register(self, registry: ApiRegistry) -> None:
         registry.register(0, 3, 12, self.handle, owner="broker")
 
-    def _implicit_add(self, version: int) -> bool:
-        return version >= IMPLICIT_ADD_VERSION and self.transaction_version() >= 2
+    @staticmethod
+    def _implicit_add(version: int) -> bool:
+        return version >= IMPLICIT_ADD_VERSION
 
     async def handle(self, ctx: RequestContext, request: Any) -> Any:
         acks = request.acks
@@ -172,7 +174,7 @@ class ProduceApi:
         version: int,
         ctx: RequestContext,
     ) -> list[int]:
-        """A transactional produce with verification on (or a v12 produce under TV2):
+        """A transactional produce with verification on (or a v12 produce):
         verify (or add) the partitions that need it, in one request to the
         coordinator, then append; fills ``topics``."""
         add = self._implicit_add(version)

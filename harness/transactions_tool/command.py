@@ -18,6 +18,18 @@ from .admin import AdminClient, AdminError, Unreachable
 from .command_config import command_config_option
 
 T = TypeVar("T")
+#: The states a coordinator reports (Kafka's TransactionState names): a filter naming any
+#: other would silently match nothing.
+TRANSACTION_STATES = (
+    "Empty",
+    "Ongoing",
+    "PrepareCommit",
+    "PrepareAbort",
+    "CompleteCommit",
+    "CompleteAbort",
+    "PrepareEpochFence",
+    "Dead",
+)
 BROKER = click.IntRange(min=0)
 OFFSET = click.IntRange(min=0)
 
@@ -35,10 +47,13 @@ def _target(f: Callable[..., None]) -> Callable[..., None]:
     )(f)
     return click.option(
         "--bootstrap",
+        "--bootstrap-server",
+        "bootstrap",
         default=None,
         metavar="HOST:PORT",
         callback=check_bootstrap,
-        help="Any Kafka-compatible cluster (HOST:PORT[,HOST:PORT...]).",
+        help="Any Kafka-compatible cluster (HOST:PORT[,HOST:PORT...]; --bootstrap-server "
+        "as Kafka's tool spells it).",
     )(f)
 
 
@@ -88,7 +103,13 @@ def transactions_command() -> None:
 @transactions_command.command("list")
 @_target
 @click.option("--broker", type=BROKER, default=None, help="Only this broker's coordinator.")
-@click.option("--state-filter", "states", multiple=True, help="Only in this state (repeatable).")
+@click.option(
+    "--state-filter",
+    "states",
+    multiple=True,
+    type=click.Choice(TRANSACTION_STATES),
+    help="Only in this state (repeatable).",
+)
 @click.option(
     "--producer-id-filter", "producer_ids", type=int, multiple=True, help="Only this producer id."
 )
@@ -198,14 +219,17 @@ def find_hanging_command(
     partition: int | None,
     max_transaction_timeout: int,
 ) -> None:
-    """Open transactions older than the maximum timeout that no coordinator will end."""
+    """Open transactions older than the maximum timeout that no coordinator will end.
+
+    Exit code 1 when a broker did not answer: the search went on without it, and what it
+    could not look at is named on stderr."""
     if topic is None and broker is None:
         raise click.UsageError("find-hanging needs --topic or --broker to limit the search")
     if partition is not None and topic is None:
         raise click.UsageError("--partition needs --topic")
     target = _bootstrap(bootstrap, state_file)
     now = _now_ms()
-    items = _run(
+    found = _run(
         target,
         command_config,
         lambda admin: verbs.find_hanging(
@@ -217,7 +241,21 @@ def find_hanging_command(
             now_ms=now,
         ),
     )
-    click.echo(output.hanging(items, now, as_json))
+    click.echo(output.hanging(found.hanging, now, as_json))
+    if not found.complete:
+        for node, why in sorted(found.unreachable.items()):
+            click.echo(f"warning: broker {node} did not answer: {why}", err=True)
+        if found.unsearched:
+            names = ", ".join(f"{t}-{p}" for t, p in sorted(found.unsearched))
+            click.echo(f"warning: not searched (leader down): {names}", err=True)
+        for c in found.unchecked:
+            click.echo(
+                f"warning: not judged (its coordinator may be down): {c.topic}-{c.partition} "
+                f"producer {c.producer.producer_id} epoch {c.producer.producer_epoch} from "
+                f"offset {c.producer.start_offset}",
+                err=True,
+            )
+        raise SystemExit(1)  # a partial answer: what was found is printed above
 
 
 @transactions_command.command("abort")

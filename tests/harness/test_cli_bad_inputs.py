@@ -421,6 +421,21 @@ CASES: list[tuple[list[str], str]] = [
         "sasl.jaas.config or sasl.username",
     ),
     (["transactions", "explode"], "explode"),
+    (["transactions", "list", "--bootstrap", "h:1", "--state-filter", "Open"], "Open"),
+    # txnchaos acls (kafka-acls.sh); 127.0.0.1:1 refuses connections: unreachable
+    (["acls", "--list"], "--bootstrap-server HOST:PORT or --state FILE"),
+    (["acls", "--bootstrap-server", "h:1"], "exactly one action"),
+    (["acls", "--list", "--bootstrap-server", "nohostport"], "--bootstrap"),
+    (["acls", "--list", "--bootstrap-server", "127.0.0.1:1"], "cluster not reachable"),
+    (["acls", "--add", "--bootstrap-server", "h:1", "--topic", "t"], "--allow-principal"),
+    (
+        [
+            *("acls", "--add", "--bootstrap-server", "h:1", "--topic", "t"),
+            *("--allow-principal", "User:a", "--operation", "Jump"),
+        ],
+        "Jump",
+    ),
+    (["acls", "--list", "--bootstrap-server", "h:1", "--command-config", "{missing}"], "{missing}"),
     # the command itself
     (["moonwalk"], "moonwalk"),
 ]

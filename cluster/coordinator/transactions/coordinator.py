@@ -46,6 +46,7 @@ from typing import Any, Protocol
 
 from kio.schema.errors import ErrorCode as E
 
+from ...features import writes_tv2_records
 from ...storage.state_log import Record, StateLog
 from ..groups.hashing import partition_for
 from ..partition_lifecycle import PartitionLifecycle
@@ -380,6 +381,17 @@ class TransactionCoordinator:
         """The finalized transaction.version, or None when nobody told us."""
         return None if self.transaction_version is None else int(self.transaction_version())
 
+    def _refuses_tv2(self, transit: TxnTransit) -> bool:
+        """A transit that needs a version-1 value (a TV2 client's transaction version, or
+        the NextProducerId a keep-prepared init records) at finalized level 0: its
+        version-0 value could not carry it, so Kafka refuses the request
+        (UNSUPPORTED_VERSION) and writes nothing. (Kafka 4.4.0 also leaves the id's
+        pending transition set, answering CONCURRENT_TRANSACTIONS to everything after;
+        here nothing changes, so the id stays usable by a TV0/TV1 client.)"""
+        return transit.needs_value_v1 and not (
+            writes_tv2_records(self.server_transaction_version())
+        )
+
     def _fence_transaction_version(self, md: TransactionMetadata) -> int:
         """The version an abort started by the coordinator follows: the cluster's (as
         Kafka), or, while that is unknown, the one the client last used."""
@@ -580,6 +592,8 @@ class TransactionCoordinator:
         if is_epoch_exhausted(md.client_ids[1]) and fresh_pid is None:
             return InitResult(int(E.concurrent_transactions))  # the client retries
         transit = md.prepare_keep_prepared(fresh_pid, timeout_ms, now, two_phase)
+        if self._refuses_tv2(transit):
+            return InitResult(int(E.unsupported_version))
         if not self._commit(md, transit):
             return InitResult(int(E.coordinator_not_available))
         self.counters.producers_fenced += 1
@@ -640,6 +654,8 @@ class TransactionCoordinator:
             return NONE
         starting = md.state.can_start_transaction
         transit = md.prepare_add_partitions(wanted, self.clock_ms(), client_transaction_version)
+        if self._refuses_tv2(transit):
+            return int(E.unsupported_version)
         if not self._commit(md, transit):
             return int(E.coordinator_not_available)
         if starting:
@@ -843,6 +859,8 @@ class TransactionCoordinator:
             return _NEEDS_PRODUCER_ID
         rotate_to = next_pid if exhausted and next_pid is not None else NO_PRODUCER_ID
         transit = md.prepare_end(commit, self.clock_ms(), client_transaction_version, rotate_to)
+        if self._refuses_tv2(transit):
+            return EndResult(int(E.unsupported_version))
         err = self._begin_completion(md, transit)
         if err:
             return EndResult(err)
