@@ -667,6 +667,33 @@ class Synth:
         )
         return v
 
+    def inject_fenced_commit(self) -> str:
+        """A newer instance of a committing writer's transactional id initialised (in a
+        process of its own) between the writer's init and that commit's invocation: the
+        commit was acknowledged to a zombie."""
+        w, j = next(
+            k
+            for k in reversed(self.committed_txns())
+            if self.txns[k]["commit_op"]["outcome"] == "ok"
+        )
+        commit = self.txns[(w, j)]["commit_op"]
+        tid = commit.get("transactional_id") or f"tid-{w}"
+        process = f"x-newer-{w}"
+        self.ops.append(
+            {
+                "process": process,
+                "op_id": self.op_ids[process],
+                "type": EventType.INIT.value,
+                "outcome": "ok",
+                "invoke_ns": commit["invoke_ns"] - 3 * MS,
+                "complete_ns": commit["invoke_ns"] - MS,
+                "items": [],
+                "transactional_id": tid,
+            }
+        )
+        self.op_ids[process] += 1
+        return tid
+
     def inject_precommitted_read(self) -> str:
         w, j = self.committed_txns()[0]
         v = self.txns[(w, j)]["values"][0]
