@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from . import (
     aborted_read,
+    committed_offsets,
     consume_transform_produce,
     dual_write,
     duplicate,
@@ -38,6 +39,7 @@ CHECKERS: tuple[Checker, ...] = (
     consume_transform_produce,
     indeterminate_commit,
     fenced_commit,
+    committed_offsets,
     hanging_transactions,
     dual_write,
     metrics,

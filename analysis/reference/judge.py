@@ -15,6 +15,7 @@ from . import rules
 from .definitions import definition
 from .dual_write import dual_write
 from .fenced import fenced_commit
+from .group_offsets import committed_offsets
 from .hanging import RunFacts, hanging_transactions
 from .history import Op, read_history
 from .indexes import Indexes
@@ -76,6 +77,7 @@ def judge(
 def judge_indexes(ix: Indexes, facts: RunFacts) -> dict[str, Judged]:
     """Per checker, in the order verdicts list them: its anomaly rows, notes and definition."""
     out = [*(check(ix) for check in HISTORY_CHECKERS), fenced_commit(ix.ops)]
+    out.append(committed_offsets(ix.ops, facts.final_state))
     out.append(hanging_transactions(facts))
     out.append(dual_write(ix.ops, facts.dual_write_db, facts.final_state))
     out.append(metrics(ix, facts))
