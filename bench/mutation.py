@@ -231,7 +231,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         description=__doc__.split("\n\n")[0],
         epilog="Mutants: " + ", ".join(m.name for m in MUTANTS),
     )
-    ap.add_argument("--mutants", default="all", help="comma-separated mutant names, or all")
+    ap.add_argument(
+        "--mutants",
+        default="all",
+        help="comma-separated mutant names, all, or none (with --baseline: false positives only)",
+    )
     ap.add_argument(
         "--scenarios",
         default=",".join(str(p.relative_to(ROOT)) for p in DEFAULT_SCENARIOS),
@@ -267,6 +271,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if args.mutants == "all":
         mutants = list(MUTANTS)
+    elif args.mutants == "none":
+        mutants = []  # the unmutated baseline only (--baseline N)
     else:
         unknown = [n for n in args.mutants.split(",") if n not in BY_NAME]
         if unknown:
@@ -283,7 +289,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"mutation: mutants with unknown category: {unknown_cat}", file=sys.stderr)
         return 2
     cluster_src = ROOT / "cluster"
-    plan = ([] if args.no_canary else [CANARY]) + mutants
+    plan = ([] if args.no_canary or not mutants else [CANARY]) + mutants
     try:
         check_all(plan, cluster_src)
     except MutantError as exc:
