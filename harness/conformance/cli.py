@@ -110,6 +110,12 @@ def conformance_command(
 
     kind, arg = _against(against)
     extra = [_setting(s) for s in settings]
+    from ...cluster.settings import NodeSettings, SettingsError
+
+    try:
+        NodeSettings.from_pairs(extra)  # both clusters take them: ours must know them
+    except SettingsError as exc:
+        raise click.BadParameter(str(exc), param_hint="--set") from None
     probes = select(patterns)
     if not probes:
         raise InputError(f"no probe matches {' '.join(patterns)} (see --list)")
