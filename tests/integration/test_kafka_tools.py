@@ -30,7 +30,7 @@ from txnchaos.harness.clients import FatalError, PreparedTxnState, ProducerConfi
 from txnchaos.harness.clients import Producer as OurProducer
 from txnchaos.harness.launch.base import ClusterHandle, ClusterSpec
 from txnchaos.harness.launch.kafka.launcher import KafkaLauncher
-from txnchaos.harness.launch.kafka.tools import run_tool
+from txnchaos.harness.launch.kafka.tools import run_tool, tools_lib
 from txnchaos.harness.launch.local_launcher import LocalLauncher
 from txnchaos.harness.workload.final_read import list_ends
 
@@ -46,6 +46,12 @@ ADMIN_ABORT = (
     "being fixed (issue 34 §3): our cluster grants the admin abort (WriteTxnMarkers with "
     "coordinator epoch -1) by client-id prefix, and Kafka's AdminClient is adminclient-N"
 )
+
+
+@pytest.fixture(scope="module", autouse=True)
+def kafka_tools() -> Path:
+    """The kafka-tools jar set, fetched (first use only) before any test times anything."""
+    return tools_lib()
 
 
 @pytest.fixture(scope="module")
@@ -90,9 +96,20 @@ def table(text: str) -> list[dict[str, str]]:
     ]
 
 
+#: the open transactions' timeout: longer than a few JVM tool runs on a loaded machine (a
+#: timed-out transaction is aborted by the coordinator and its producer fenced)
+TRANSACTION_TIMEOUT_MS = 600_000
+
+
 def open_transaction(bootstrap: str, topic: str, tid: str) -> Producer:
     """A librdkafka producer with one record of an open transaction in ``topic``-0."""
-    p = Producer({"bootstrap.servers": bootstrap, "transactional.id": tid})
+    p = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "transactional.id": tid,
+            "transaction.timeout.ms": TRANSACTION_TIMEOUT_MS,
+        }
+    )
     p.init_transactions(WAIT_S)
     p.begin_transaction()
     p.produce(topic, b"open", partition=0)
