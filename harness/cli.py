@@ -28,6 +28,7 @@ from .cli_input import (
     check_master,
     check_metrics_urls,
 )
+from .conformance.cli import conformance_command
 from .fuzz.command import fuzz_command
 from .launch.local import LaunchError, LocalCluster
 from .nightly.cli import nightly_command
@@ -754,6 +755,7 @@ main.add_command(shrink_command)
 # ---- txnchaos transactions (KIP-664) ---------------------------------------------------
 main.add_command(transactions_command)
 main.add_command(acls_command)  # Kafka's kafka-acls.sh (docs/conformance.md)
+main.add_command(conformance_command)
 
 
 if __name__ == "__main__":

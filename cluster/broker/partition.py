@@ -145,7 +145,7 @@ class Partition:
         clock: Callable[[], float] = time.time,
         *,
         leader_epoch: int = 0,
-        strict_unknown_producer: bool = True,
+        strict_unknown_producer: bool | None = None,
         bugs: BugSwitches = NO_BUGS,
         log_dir: LogDir | None = None,
     ) -> None:
@@ -171,7 +171,9 @@ class Partition:
         self.producer_state = ProducerStateManager(
             self.directory,
             producer_id_expiration_ms,
-            strict_unknown_producer,
+            bugs.unknown_producer_strict
+            if strict_unknown_producer is None
+            else strict_unknown_producer,
             expire_open_transactions=bugs.producer_expiry_ignores_open_transactions,
         )
         self.index_entries_restored = 0  # aborted-index entries the last load re-created

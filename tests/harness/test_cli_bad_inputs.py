@@ -317,6 +317,14 @@ CASES: list[tuple[list[str], str]] = [
     (["demo", "--partitions", "0"], "--partitions"),
     (["demo", "--data-dir", "{binary}"], "--data-dir"),
     (["demo", "--data-dir", "{demo_ran}"], "already holds a demo run"),
+    # txnchaos conformance
+    (["conformance", "--against", "zookeeper"], "--against"),
+    (["conformance", "--against", "kafka:4.x"], "kafka:4.x"),
+    (["conformance", "--against", "recorded:{missing}"], "{missing}"),
+    (["conformance", "--set", "novalue"], "--set"),
+    (["conformance", "--set", "bogus=1"], "'bogus'"),
+    (["conformance", "--probe", "no-such-probe"], "no-such-probe"),
+    (["conformance", "--jobs", "0"], "--jobs"),
     # txnchaos transactions (KIP-664); 127.0.0.1:1 refuses connections: unreachable
     (["transactions", "list"], "--bootstrap HOST:PORT or --state FILE"),
     (["transactions", "list", "--bootstrap", "nohostport"], "--bootstrap"),

@@ -1102,7 +1102,8 @@ class TransactionCoordinator:
         duration_ms: int = -1,
     ) -> ListResult:
         """ListTransactions (KIP-664): ids in loaded partitions, filtered by state names,
-        producer ids and (v1+) a minimum running time."""
+        producer ids and (v1+) a minimum time since the transaction started (as Kafka: an
+        id that never started one has start time -1 and is always listed)."""
         if self._partitions.any_loading:
             return ListResult(int(E.coordinator_load_in_progress))
         state_names = list(states)
@@ -1118,8 +1119,11 @@ class TransactionCoordinator:
                 continue
             if state_names and md.state not in wanted_states:
                 continue
-            if duration_ms >= 0 and (md.txn_start_ms < 0 or now - md.txn_start_ms <= duration_ms):
-                continue  # (Kafka would list ids that never started a transaction)
+            # Kafka's rule (TransactionStateManager.listTransactionStates): skip only what
+            # started less than duration_ms ago, so an id with no start time (-1: never
+            # started one) passes every duration filter.
+            if duration_ms >= 0 and now - md.txn_start_ms < duration_ms:
+                continue
             out.append(ListedTransaction(txn_id, md.producer_id, md.state.value))
         return ListResult(NONE, tuple(out), unknown)
 
