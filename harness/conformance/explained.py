@@ -47,10 +47,6 @@ def _open(reason: str) -> Explanation:
 
 
 # The differences issue 34's outside audit listed (fixed on another branch).
-VERIFICATION = being_fixed(
-    "KIP-890 verification is gated by transaction.version on our cluster; Kafka gates it by "
-    "transaction.partition.verification.enable alone, so it verifies at TV0 too"
-)
 BELOW_TV2 = being_fixed(
     "TV2-only requests at a cluster below TV2: Kafka 4.4 answers Produce v12 at TV0 with "
     "UNSUPPORTED_VERSION and at TV1 adds the partition itself (and EndTxn v5 bumps the "
@@ -91,24 +87,12 @@ KEEP_PREPARED = Explanation(
 EXPLAINED: dict[str, Explanation] = {
     **dict.fromkeys(
         (
-            "kip890.old-client-write-without-add[tv0]",
-            "kip890.old-client-write-without-add-v11[tv0]",
-            "kip890.old-client-late-write-after-abort[tv0]",
-        ),
-        VERIFICATION,
-    ),
-    **dict.fromkeys(
-        (
             "kip890.new-client-implicit-add[tv0]",
             "kip890.new-client-implicit-add[tv0-noverify]",
-            "kip890.new-client-implicit-add[tv1]",
-            "kip890.new-client-implicit-add[tv1-noverify]",
-            "kip890.end-without-transaction[tv0]",
         ),
         BELOW_TV2,
     ),
-    "kip664.admin-abort-hanging": ADMIN_ABORT,
-    "kip664.admin-abort-stale-epoch": ADMIN_ABORT,
+    "kip664.admin-abort-stale-epoch[tv2]": ADMIN_ABORT,
     **dict.fromkeys(
         (
             "kip360.init-bump-aborts-open-transaction[tv2]",
