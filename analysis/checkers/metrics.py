@@ -25,7 +25,9 @@ counting node ended (the end of its fault; for a drop no such fault spans, the s
 dropped), against the counters' values at the nodes' last scrapes: the nodes' last processes
 count those in full; earlier ones are not checked (the notes say how many).
 A pause keeps the process and its counters, so it leaves the bounds whole. If a node's last
-process was never scraped, that counter's lower bound is not checked. Rules whose metric is
+process was never scraped, that counter's lower bound is not checked. A run cut short (run.json
+not complete: no final phase, so the last scrapes may predate its last transactions) has the
+lower bounds of (c) and (d) unchecked. Rules whose metric is
 absent are listed as not checked; clusters that expose no metrics make the checker unknown.
 Count: violated rule instances."""
 
@@ -42,6 +44,7 @@ from ..reference.metric_rules import (
     LATE_BUFFER_MS,
     NAME,
     NODE_METRICS,
+    cut_short,
     late_at_end,
     late_too_early,
     lso_lag,
@@ -79,6 +82,9 @@ def check(ctx: CheckContext) -> CheckOutput:
     if missing:
         out.notes.append("not exposed, not checked: " + ", ".join(missing))
     fs = ctx.data.final_state
+    short = cut_short(ctx.data.run.info)
+    if short:
+        out.notes.append(short)
     if M.PARTITIONS_WITH_LATE_TXNS.value in names:
         _late(ctx, out, m, [r for r in last if r["name"] == M.PARTITIONS_WITH_LATE_TXNS.value])
     if M.LAST_STABLE_OFFSET_LAG.value in names:
@@ -89,7 +95,7 @@ def check(ctx: CheckContext) -> CheckOutput:
     if M.PRODUCER_ID_COUNT.value in names:
         # producer ids per partition come from the summary pass (no extra scan of the history)
         pids = [r for r in last if r["name"] == M.PRODUCER_ID_COUNT.value]
-        producer_id_count(out, ctx.proj.summary.producers, fs, pids)
+        producer_id_count(out, ctx.proj.summary.producers, fs, pids, lower_bound=not short)
     if any(c in names for c in COUNTERS):
         check_counters(ctx, out, m)
     return out
