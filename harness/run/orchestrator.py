@@ -40,8 +40,10 @@ from ..launch.base import KILL, PAUSE, RESTART, ClusterHandle, ClusterSpec
 from ..launch.registry import get_launcher
 from ..nemesis.executor import NemesisExecutor
 from ..nemesis.schedule import Targets, build_schedule
+from ..workload.crash_report import record_client_crash
 from ..workload.dual_write.capture import capture_databases
 from ..workload.final_read import final_read, list_ends
+from ..workload.kinds.registry import user_kind
 from ..workload.web import (
     MASTER_WAITS_FOR_WORKERS_S,
     read_master_port,
@@ -386,15 +388,41 @@ class Orchestrator:
                     open_partitions=st.sampler.open_partitions() if st.sampler else 0,
                 )
                 time.sleep(0.5)
-        if st.workload.returncode != 0:
+        code = st.workload.returncode
+        if code < 0:  # a native client aborted the shared workload process, its users with it
+            self._record_workload_crash(code)
+        elif code != 0:
             raise RuntimeError(
-                f"the workload exited with code {st.workload.returncode}; "
+                f"the workload exited with code {code}; "
                 f"see {self.run_dir / 'logs' / 'workload.log'}"
             )
         with self.progress.phase("waiting for the workers to stop their users"):
             for w in st.workers:
                 w.wait(timeout=WORKER_STOP_TIMEOUT_S)
             self._check_workers()
+
+    def _record_workload_crash(self, code: int) -> None:
+        """The workload process (``isolation: shared``) died from a signal: a client library
+        crash, recorded as a finding; the run goes on to its final phase without a workload
+        (``isolation: process``, the default, keeps the other users running instead)."""
+        users = sorted(p.stem for p in (self.run_dir / "history").glob("*.jsonl"))
+        record = record_client_crash(
+            self.run_dir,
+            "workload",
+            kind="workload",
+            returncode=code,
+            log=self.run_dir / "logs" / "workload.log",
+            native_client=any(
+                user_kind(u.kind).native_client for u in self.scenario.workload.users
+            ),
+            users=users,
+        )
+        self.state.info["workload_crashed"] = True
+        self._write_info(complete=False)
+        self.console.print(
+            f"[red]client crash:[/] the workload process died ({record['signal']}): "
+            f"{escape(str(record['message']))}; the run goes on to its final phase"
+        )
 
     def _check_workers(self) -> None:
         """A worker that failed fails the run (its users' load and history are missing)."""
@@ -514,10 +542,20 @@ class Orchestrator:
         with self.progress.phase("judging the run"):
             code = main_analyze(self.run_dir, self.options.spark_master, engine=self.options.engine)
         expected = self.scenario.expect.verdict
-        got = "valid" if code == EXIT_VALID else "invalid" if code == EXIT_ANOMALIES else "?"
-        if got != "?" and got != expected:
+        got = _verdict_status(self.run_dir) if code in (EXIT_VALID, EXIT_ANOMALIES) else "?"
+        if got not in ("?", expected):
             self.console.print(f"[yellow]this scenario expects a {expected} verdict[/]")
         return code
+
+
+def _verdict_status(run_dir: Path) -> str:
+    """The cluster's verdict (valid / invalid) as verdict.json says: exit code 1 may also mean a
+    finding (a client crash) under a valid verdict."""
+    try:
+        status = json.loads((run_dir / "verdict.json").read_text()).get("status")
+    except (OSError, ValueError, AttributeError):
+        return "?"
+    return status if status in ("valid", "invalid") else "?"
 
 
 def _raise_interrupt(signum: int, frame: Any) -> None:

@@ -199,16 +199,24 @@ class WorkloadRunner:
         self.env = Environment(
             user_classes=list(self.user_classes), stop_timeout=stop_timeout_s, shape_class=shape
         )
-        self.env.events.test_stopping.add_listener(lambda **_: self.stopping.set())
-        self.env.txnchaos = WorkloadRuntime(  # type: ignore[attr-defined]
+        self.runtime = WorkloadRuntime(
             ctx=ctx, names=NameAllocator(self.run_dir), abort_open_on_stop=abort_open_on_stop
         )
+        self.env.txnchaos = self.runtime  # type: ignore[attr-defined]
+        self.env.events.test_stopping.add_listener(lambda **_: self._stopping())
         self._greenlets: list[gevent.Greenlet] = []
         self.web_url: str | None = None
         self.started = False
         self.stopped = False
 
     # -- lifecycle --------------------------------------------------------------------------
+
+    def _stopping(self) -> None:
+        """locust starts stopping the users: they stop retrying commits and aborts (the
+        isolated ones are told by a signal)."""
+        self.stopping.set()
+        for child in list(self.runtime.children):
+            child.stopping()
 
     def start(self) -> None:
         """Create topics and spawn the users (master: once ``expect_workers`` connected)."""
@@ -324,6 +332,8 @@ class WorkloadRunner:
         runner = self.env.runner
         if runner is not None:
             runner.quit()
+        for child in list(self.runtime.children):  # a user whose stop did not end its process
+            child.terminate()
         for g in self._greenlets:
             g.kill(block=False)
         if self.env.web_ui is not None:

@@ -266,4 +266,5 @@ KIND = UserKind(
         "crash_writer_after_db_commit": AFTER_DB_COMMIT,
         "crash_writer_in_recovery": AFTER_DB_COMMIT,
     },
+    native_client=False,  # our own client (pure Python)
 )
