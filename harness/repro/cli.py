@@ -8,9 +8,9 @@ import time
 from pathlib import Path
 
 import click
-from rich.console import Console
 
 from ..cli_input import InputError, Seconds, check_bootstrap
+from ..console import make_console
 
 
 @click.command("repro")
@@ -70,7 +70,7 @@ def repro_command(
     from .catalogue import CatalogueError, find, load_catalogue
     from .command import ReproOptions, catalogue_rows, reproduce, show_catalogue
 
-    console = Console()
+    console = make_console()
     try:
         if name == "list":
             entries = load_catalogue(catalogue)

@@ -34,6 +34,7 @@ from ..capture.final_state import capture_final_state
 from ..capture.metrics_scraper import MetricsScraper
 from ..capture.offsets_sampler import OffsetsSampler
 from ..client_security import security_config
+from ..console import make_console
 from ..history.compact import compact_to_parquet
 from ..history.run_dir import DEFAULT_TRANSACTION_MAX_TIMEOUT_MS, RunDirError, write_run_info
 from ..launch.base import KILL, PAUSE, RESTART, ClusterHandle, ClusterSpec
@@ -580,7 +581,7 @@ def _last_json_line(path: Path) -> dict[str, Any] | None:
 
 
 def run_scenario(scenario: Scenario, options: RunOptions, console: Console | None = None) -> int:
-    console = console or Console()
+    console = console or make_console()
     if shutil.which("java") is None and options.analyze and options.engine != "reference":
         console.print(
             "[yellow]java is not installed: a run judged by PySpark (a large history, "
