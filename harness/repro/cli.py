@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from ..cli_input import InputError, Seconds, check_bootstrap
+from ..cli_input import Duration, InputError, check_bootstrap
 from ..console import make_console
 
 
@@ -31,7 +31,12 @@ from ..console import make_console
     callback=check_bootstrap,
     help="Run against an external cluster: report what is found, predict nothing.",
 )
-@click.option("--duration", type=Seconds(), default=None, help="Override the workload seconds.")
+@click.option(
+    "--duration",
+    type=Duration(),
+    default=None,
+    help="Override the workload duration (90, 90s, 5m; a bare number is seconds).",
+)
 @click.option(
     "--out",
     type=click.Path(file_okay=False, path_type=Path),

@@ -49,6 +49,7 @@ from ..workload.web import (
     MASTER_WAITS_FOR_WORKERS_S,
     read_master_port,
     read_started,
+    read_stopped,
     read_web_url,
 )
 from .progress import Progress
@@ -66,7 +67,7 @@ EXIT_HARNESS_FAILED = 2
 WORKER_STOP_TIMEOUT_S = 150
 #: how long a workload process may take to start its users (topics created, users spawned);
 #: a distributed master also waits up to MASTER_WAITS_FOR_WORKERS_S for its workers
-USERS_START_TIMEOUT_S = 60
+USERS_START_TIMEOUT_S = 150
 
 
 @dataclass
@@ -95,6 +96,10 @@ class RunOptions:
     master_bind: str = "127.0.0.1"
     #: None: the master's socket takes a free port
     master_port: int | None = None
+    #: locust's own CSV files (PREFIX_stats.csv, ...) and HTML report (locust --csv/--html)
+    csv_prefix: str | None = None
+    csv_full_history: bool = False
+    html_file: Path | None = None
 
     @property
     def distributed(self) -> bool:
@@ -175,7 +180,9 @@ class Orchestrator:
         finally:
             signal.signal(signal.SIGTERM, previous)
             self._cleanup()
-            self._write_info(complete=complete, failure=failure, interrupted=interrupted)
+            if interrupted or "interrupted" not in self.state.info:
+                self.state.info["interrupted"] = interrupted
+            self._write_info(complete=complete, failure=failure)
             compacted = self._compact()
         if not compacted:
             return EXIT_HARNESS_FAILED  # the history cannot be judged (the message said why)
@@ -289,7 +296,12 @@ class Orchestrator:
         cmd += ["--duration", str(self.duration)]
         cmd += ["--stats-jsonl", str(self.run_dir / "workload-stats.jsonl")]
         cmd += ["--started-file", str(self._started_file())]
+        cmd += ["--stopped-file", str(self._stopped_file())]
         opts = self.options
+        if opts.csv_prefix:
+            cmd += ["--csv", opts.csv_prefix] + (["--csv-full-history"] * opts.csv_full_history)
+        if opts.html_file:
+            cmd += ["--html", str(opts.html_file)]
         if opts.distributed:
             cmd += ["--master", "--expect-workers", str(opts.workers + opts.expect_workers)]
             cmd += ["--master-bind-host", opts.master_bind]
@@ -319,6 +331,31 @@ class Orchestrator:
 
     def _started_file(self) -> Path:
         return self.run_dir / "logs" / "workload.started"
+
+    def _stopped_file(self) -> Path:
+        return self.run_dir / "logs" / "workload.stopped"
+
+    def _note_stopped_early(self) -> None:
+        """The users were stopped before the duration from locust's web UI (STOP): the run
+        is recorded as interrupted, and goes on to its final phase, judged on what ran."""
+        stopped = read_stopped(self._stopped_file())
+        if stopped is None:
+            return
+        started = self.state.info.get("workload_started_ns")
+        at = stopped.get("time_ns")
+        ran = (at - started) / 1e9 if isinstance(at, int) and started else None
+        self.state.info.update(
+            interrupted=True,
+            interrupted_by=str(stopped.get("by") or "the web UI"),
+            workload_stopped_ns=at,
+            workload_ran_s=round(ran, 3) if ran is not None else None,
+        )
+        self._write_info(complete=False)
+        when = f" after {ran:.0f} s of {self.duration:g} s" if ran is not None else ""
+        self.console.print(
+            f"[yellow]interrupted:[/] {stopped.get('by')} stopped the users{when}; the run "
+            "goes on to its final phase and is judged on what ran"
+        )
 
     def _wait_users_started(self, workload: subprocess.Popen[bytes]) -> int:
         """The wall-clock ns at which the workload process started its users."""
@@ -390,6 +427,7 @@ class Orchestrator:
                 )
                 time.sleep(0.5)
         code = st.workload.returncode
+        self._note_stopped_early()
         if code < 0:  # a native client aborted the shared workload process, its users with it
             self._record_workload_crash(code)
         elif code != 0:

@@ -48,6 +48,8 @@ class WorkloadRuntime:
     task_grace_s: float = 60.0
     #: the isolated users' processes that run (isolated.py), told when the run stops
     children: set[IsolatedWorker] = dataclasses.field(default_factory=set)
+    #: users whose worker has started (the runner starts the clock once all have)
+    users_running: int = 0
 
 
 class WorkloadUser(User):
@@ -84,7 +86,10 @@ class WorkloadUser(User):
             self.worker = IsolatedWorker(self.spec, ctx, rt.names, children=rt.children)
         else:
             self.worker = make_worker(self.spec, ctx, rt.names)
-        self.worker.start()
+        try:
+            self.worker.start()
+        finally:
+            rt.users_running += 1  # started, or failed to (locust logs why): not waited for
 
     @task
     def step(self) -> None:

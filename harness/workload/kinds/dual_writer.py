@@ -199,8 +199,9 @@ class DualWriterWorker(TransactionalProducerWorker):
         c.begin(txn)
         sent = self.send_all(txn)
         if c.txn_abortable or (may_abandon and chance(self.rng, self.spec.abort_probability)):
+            on_purpose = not c.txn_abortable  # the draw chose it, no error forced it
             db.rollback()
-            c.abort(txn, self.spec.op_timeout_s, self.spec.commit_retries)
+            c.abort(txn, self.spec.op_timeout_s, self.spec.commit_retries, on_purpose=on_purpose)
             return None
         self.in_doubt = txn  # from here an unknown outcome leaves it to recovery
         try:
