@@ -1,6 +1,6 @@
 """How the ``txnchaos`` command line treats bad input: exit code 2 and one line naming it.
 
-Exit codes (README): 0 valid, 1 anomalies found, 2 the harness failed or was given bad
+Exit codes (docs/cli.md): 0 valid, 1 anomalies found, 2 the harness failed or was given bad
 input.  Click's own defaults collide with that — a ``ClickException`` exits 1, Ctrl-C
 ("Aborted!") exits 1, and an uncaught exception exits 1 with a traceback — so every command
 runs under :class:`Cli`, which maps each of them to 2 and prints the problem on one line.
@@ -51,7 +51,7 @@ def error_line(exc: click.ClickException, default_path: str = "txnchaos") -> str
 
 
 class Cli(click.Group):
-    """The root group: whatever a command ends with, the exit code follows the README."""
+    """The root group: whatever a command ends with, the exit code follows docs/cli.md."""
 
     def main(
         self,

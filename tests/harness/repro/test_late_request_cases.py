@@ -5,7 +5,7 @@ together in one run (real nodes, our producer, real confluent-kafka writers and 
 
 At transaction.version 0 (no defense) each entry's predicted checker flags that user's
 records; at 2 (every defense) the run is valid. TV1, where the first case is closed and
-the other two are not, is in the detection matrix (bench/detection.py, README). Both runs
+the other two are not, is in the detection matrix (bench/detection.py, docs/repro.md). Both runs
 are judged by the reference checkers and again by PySpark, with the same verdict."""
 
 from __future__ import annotations
