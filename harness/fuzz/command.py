@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from ..cli_input import InputError, check_bootstrap
+from ..cli_input import Duration, InputError, check_bootstrap
 from ..launch.local import LaunchError
 from .findings import FindingFileError, load
 from .runner import STRATEGIES, FuzzOptions, case_for
@@ -90,17 +90,17 @@ def _bootstrap(value: str) -> list[tuple[str, int]]:
 )
 @click.option(
     "--case-timeout",
-    type=click.FloatRange(0.1),
-    default=30.0,
+    type=Duration(),
+    default="30s",
     show_default=True,
-    help="Seconds a case may go unanswered before it counts as unanswered.",
+    help="How long a case may go unanswered before it counts as unanswered (a duration).",
 )
 @click.option(
     "--health-timeout",
-    type=click.FloatRange(0.1),
-    default=10.0,
+    type=Duration(),
+    default="10s",
     show_default=True,
-    help="Seconds a node has to answer ApiVersions and Metadata on a fresh connection.",
+    help="How long a node has to answer ApiVersions and Metadata on a fresh connection.",
 )
 @click.option(
     "--rss-limit-mb",

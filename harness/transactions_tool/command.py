@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 import click
 
 from ...cluster.security.sasl import SaslCredentials
-from ..cli_input import InputError, check_bootstrap
+from ..cli_input import Duration, InputError, check_bootstrap
 from . import output, verbs
 from .admin import AdminClient, AdminError, Unreachable
 from .command_config import command_config_option
@@ -115,10 +115,10 @@ def transactions_command() -> None:
 )
 @click.option(
     "--duration-filter",
-    type=click.IntRange(min=0),
+    type=Duration(unit="ms"),
     default=None,
-    metavar="MS",
-    help="Only transactions running longer than this (ListTransactions v1).",
+    help="Only transactions running longer than this (ListTransactions v1): a duration, a "
+    "bare number in milliseconds as Kafka's tool takes it (3600000, or 1h).",
 )
 @click.option(
     "--transactional-id-pattern",
@@ -134,7 +134,7 @@ def list_command(
     broker: int | None,
     states: tuple[str, ...],
     producer_ids: tuple[int, ...],
-    duration_filter: int | None,
+    duration_filter: float | None,
     transactional_id_pattern: str | None,
 ) -> None:
     """List the transactions the coordinators know (ListTransactions)."""
@@ -147,7 +147,7 @@ def list_command(
             broker,
             states=list(states),
             producer_ids=list(producer_ids),
-            duration_ms=-1 if duration_filter is None else duration_filter,
+            duration_ms=-1 if duration_filter is None else round(duration_filter * 1000),
             pattern=transactional_id_pattern,
         ),
     )
@@ -203,11 +203,11 @@ def describe_producers_command(
 )
 @click.option(
     "--max-transaction-timeout",
-    type=click.IntRange(min=0),
-    default=15,
+    type=Duration(unit="m"),
+    default="15m",
     show_default=True,
-    metavar="MIN",
-    help="Minutes a transaction may stay open (the cluster's transaction.max.timeout.ms).",
+    help="How long a transaction may stay open (the cluster's transaction.max.timeout.ms): a "
+    "duration, a bare number in minutes as Kafka's tool takes it (15, or 15m).",
 )
 def find_hanging_command(
     bootstrap: str | None,
@@ -217,7 +217,7 @@ def find_hanging_command(
     broker: int | None,
     topic: str | None,
     partition: int | None,
-    max_transaction_timeout: int,
+    max_transaction_timeout: float,
 ) -> None:
     """Open transactions older than the maximum timeout that no coordinator will end.
 
@@ -237,7 +237,7 @@ def find_hanging_command(
             broker=broker,
             topic=topic,
             partition=partition,
-            max_transaction_timeout_ms=max_transaction_timeout * 60_000,
+            max_transaction_timeout_ms=round(max_transaction_timeout * 1000),
             now_ms=now,
         ),
     )

@@ -128,9 +128,10 @@ class TransactionalProducerWorker(ProducerWorker):
         assert c is not None
         timeout, retries = self.spec.op_timeout_s, self.spec.commit_retries
         if c.txn_abortable or chance(self.rng, self.spec.abort_probability):
+            on_purpose = not c.txn_abortable  # the draw chose it, no error forced it
             if chance(self.rng, self.spec.flush_before_abort_probability):
                 c.flush(FLUSH_TIMEOUT_S)
-            c.abort(txn, timeout, retries)
+            c.abort(txn, timeout, retries, on_purpose=on_purpose)
             return Outcome.FAIL
         c.flush(FLUSH_TIMEOUT_S)
         if c.txn_abortable:

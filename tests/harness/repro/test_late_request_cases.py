@@ -7,7 +7,7 @@ With no defense (the entries' tv0 configuration: transaction.version 0 and
 transaction.partition.verification.enable false) each entry's predicted checker flags
 that user's records; at transaction.version 2 (every defense) the run is valid.
 Verification alone (tv1), where the first case is closed and the other two are not, is
-in the detection matrix (bench/detection.py, README). Both runs
+in the detection matrix (bench/detection.py, docs/repro.md). Both runs
 are judged by the reference checkers and again by PySpark, with the same verdict."""
 
 from __future__ import annotations
