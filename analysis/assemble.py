@@ -1,7 +1,8 @@
 """The one verdict builder, for both engines: from what an engine found in a run (a
 :class:`Judgement`: each rule's result and the anomaly rows' counts, examples and times, the
 summary pass, the plotted series) to the :class:`Verdict` — each checker's verdict with its
-rule's definition, the run's stats, the nemesis section, what was judged — and the files
+rule's definition, the run's stats, the nemesis section, the findings (client crashes), what
+was judged — and the files
 written (verdict.json, report.html)."""
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any, Protocol
 from ..rundir.run_dir import RunDir
 from ..rundir.verdict_file import REPORT_HTML, VERDICT_JSON, judged_cluster
 from .fault_actions import read_schedule
+from .findings import read_findings
 from .load_stats import load_stats
 from .nemesis_outcome import read_nemesis_section
 from .rules.registry import by_name, definition
@@ -168,6 +170,7 @@ def build_verdict(run_dir: str | os.PathLike[str], run: RunDir, judged: Judgemen
     checkers = checker_verdicts(judged.results, counts, examples)
     schedule, schedule_note = read_schedule(run.path)
     nemesis, nemesis_note = read_nemesis_section(run.path, schedule)
+    findings, findings_note = read_findings(run.path, schedule, run.info)
     return Verdict(
         run_dir=str(run_dir),
         status=overall_status(checkers),
@@ -189,8 +192,9 @@ def build_verdict(run_dir: str | os.PathLike[str], run: RunDir, judged: Judgemen
         },
         faults=judged.faults,
         run=run.info,
-        notes=list(run.notes) + [n for n in (schedule_note, nemesis_note) if n],
+        notes=list(run.notes) + [n for n in (schedule_note, nemesis_note, findings_note) if n],
         nemesis=nemesis,
+        findings=findings,
         engine=judged.engine,
         cluster=judged_cluster(run.info),
         spark=judged.spark,

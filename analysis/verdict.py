@@ -16,6 +16,7 @@ from ..rundir.verdict_file import (
     VALID,
     cluster_line,
     engine_line,
+    finding_line,
     nemesis_error_line,
     nemesis_line,
 )
@@ -77,6 +78,9 @@ class Verdict:
     #: the Spark application that judged (master, application id and name, version, how its
     #: session started); None when the reference engine judged
     spark: dict[str, Any] | None = None
+    #: what the run found besides anomalies (findings.py): client crashes; each one makes the
+    #: exit code 1 without touching the cluster's status
+    findings: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def valid(self) -> bool:
@@ -84,7 +88,7 @@ class Verdict:
 
     @property
     def exit_code(self) -> int:
-        return 1 if self.status == INVALID else 0
+        return 1 if self.status == INVALID or self.findings else 0
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
@@ -97,8 +101,22 @@ class Verdict:
         tmp.write_text(json.dumps(self.to_json(), indent=1, default=str), encoding="utf-8")
         tmp.replace(p)
 
+    def cluster_name(self) -> str | None:
+        """What ran, from run.json: ``apache-kafka 4.4.0``, ``txnchaos 0.1.0`` (None: unknown)."""
+        cluster = self.run.get("cluster")
+        if not isinstance(cluster, dict) or not cluster.get("flavour"):
+            return None
+        return " ".join(str(x) for x in (cluster["flavour"], cluster.get("version")) if x)
+
     def summary(self) -> str:
-        lines = [f"verdict: {self.status.upper()}  ({self.run_dir})"]
+        cluster = self.cluster_name()
+        on = f" on {cluster}" if cluster else ""
+        found = ""
+        if self.findings:
+            kinds = sorted({str(f.get("kind")).replace("_", " ") for f in self.findings})
+            n = len(self.findings)
+            found = f", {n} FINDING{'S' if n > 1 else ''} ({', '.join(kinds)})"
+        lines = [f"verdict: {self.status.upper()}{on}{found}  ({self.run_dir})"]
         lines.append(f"  {engine_line(self.to_json())}")
         lines.append(f"  cluster: {cluster_line(self.cluster)}")
         for c in self.checkers.values():
@@ -118,6 +136,11 @@ class Verdict:
         if self.nemesis is not None:
             lines.append(f"  nemesis: {nemesis_line(self.nemesis)}")
             lines += [f"  nemesis error: {nemesis_error_line(e)}" for e in self.nemesis["errors"]]
+        if self.findings:
+            lines += [f"  FINDING {finding_line(f)}" for f in self.findings]
+            repeat = next((f["repeat"] for f in self.findings if f.get("repeat")), None)
+            if repeat:
+                lines.append(f"  repeat: {repeat}")
         return "\n".join(lines)
 
 

@@ -1,4 +1,5 @@
-"""The harness's commands: ``node``, ``cluster``, ``worker``, ``fuzz``, ``transactions``.
+"""The harness's commands: ``node``, ``cluster``, ``worker``, ``fuzz``, ``cleanup``,
+``transactions``, ``acls``, ``conformance``.
 
 The ``txnchaos`` command (jobs/cli.py) offers them beside the commands that run and judge
 (``run``, ``analyze``, ``nightly``, ``repro``, ``shrink``, ``demo``). Nodes run through this
@@ -17,7 +18,10 @@ from typing import TYPE_CHECKING
 import click
 
 from ..cluster.settings import NodeSettings, SettingsError
-from .cli_input import LOG_LEVEL, PORT, Cli, InputError
+from .acls_tool.command import acls_command
+from .cleanup import cleanup_command
+from .cli_input import LOG_LEVEL, PORT, Cli, InputError, check_kafka_version
+from .conformance.cli import conformance_command
 from .fuzz.command import fuzz_command
 from .launch.local import LaunchError, LocalCluster
 from .run.worker_cli import worker_command
@@ -26,6 +30,9 @@ from .transactions_tool.command_config import command_config_option
 
 if TYPE_CHECKING:
     from ..cluster.security.sasl import SaslCredentials
+    from .launch.kafka.cluster import KafkaCluster
+
+    AnyCluster = LocalCluster | KafkaCluster
 
 #: a directory option: a file there is refused up front (it may not exist yet)
 DIRECTORY = click.Path(file_okay=False, path_type=Path)
@@ -56,7 +63,24 @@ def _peer(value: str) -> tuple[int, tuple[str, int]]:
     return int(node), _address(address, "--peer")
 
 
+def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    if not value or ctx.resilient_parsing:
+        return
+    from .version import version_text
+
+    click.echo(version_text())
+    ctx.exit()
+
+
 @click.group(name="txnchaos", cls=Cli, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_print_version,
+    help="Show the version (and the client libraries') and exit.",
+)
 def main() -> None:
     """txnchaos: chaos testing for transactional (exactly-once) Kafka messaging.
 
@@ -159,10 +183,11 @@ def node(
         except CpuListError as exc:
             raise click.BadParameter(str(exc), param_hint="--cpus") from exc
 
-    logging.basicConfig(
-        level=log_level.upper(),
-        format=f"%(asctime)s node-{node_id} %(levelname)s %(name)s: %(message)s",
-    )
+    from ..cluster.log_format import use_escaping_formatter
+
+    log_format = f"%(asctime)s node-{node_id} %(levelname)s %(name)s: %(message)s"
+    logging.basicConfig(level=log_level.upper(), format=log_format)
+    use_escaping_formatter(log_format)  # a newline in a client's id forges no line
     try:
         config = NodeConfig(
             node_id=node_id,
@@ -190,7 +215,8 @@ def node(
 # ---- txnchaos cluster ----------------------------------------------------------------
 @main.group()
 def cluster() -> None:
-    """Start, stop, kill and restart a local cluster of txnchaos nodes."""
+    """Start, stop, kill and restart a local cluster: txnchaos nodes, or Apache Kafka's
+    (`cluster up --launcher kafka`)."""
 
 
 @cluster.command("up")
@@ -221,6 +247,21 @@ def cluster() -> None:
     default=None,
     help="Write the cluster state (bootstrap, nodes, pids, ports) here as JSON.",
 )
+@click.option(
+    "--launcher",
+    type=click.Choice(["local", "kafka"]),
+    default="local",
+    show_default=True,
+    help="local: the project's nodes; kafka: Apache Kafka's own release as JVMs (brokers "
+    "1..N, KRaft controllers 1001.. for --coordinators; docs/apache-kafka.md).",
+)
+@click.option(
+    "--kafka-version",
+    default=None,
+    metavar="X.Y.Z",
+    callback=check_kafka_version,
+    help="The Apache Kafka release (with --launcher kafka; default 4.4.0).",
+)
 def cluster_up(
     brokers: int,
     coordinators: int,
@@ -229,6 +270,8 @@ def cluster_up(
     cpus: str | None,
     detach: bool,
     state_file: Path | None,
+    launcher: str,
+    kafka_version: str | None,
 ) -> None:
     """Start the nodes as local processes on 127.0.0.1 with ports they pick.
 
@@ -237,9 +280,27 @@ def cluster_up(
     """
     if state_file is not None:
         _check_writable(state_file, "state file")
+    if kafka_version is not None and launcher != "kafka":
+        raise click.UsageError("--kafka-version is for --launcher kafka")
+    local: AnyCluster
     try:
-        NodeSettings.from_pairs(list(settings))
-        local = LocalCluster.prepare(data_dir, brokers, coordinators, list(settings), cpus=cpus)
+        if launcher == "kafka":
+            from .launch.kafka.cluster import KafkaCluster
+            from .launch.kafka.release import DEFAULT_VERSION
+
+            if cpus is not None:
+                raise InputError("--cpus: the kafka launcher does not place its JVMs on CPUs")
+            local = KafkaCluster.prepare(
+                data_dir,
+                kafka_version or DEFAULT_VERSION,
+                brokers,
+                coordinators,
+                list(settings),
+                tie_to_harness=not detach,
+            )
+        else:
+            NodeSettings.from_pairs(list(settings))
+            local = LocalCluster.prepare(data_dir, brokers, coordinators, list(settings), cpus=cpus)
         local.up()
     except (LaunchError, SettingsError) as exc:
         raise InputError(str(exc)) from exc
@@ -287,19 +348,43 @@ def _target_options(f: Callable[..., None]) -> Callable[..., None]:
     )(f)
 
 
-def _load(state_file: Path | None, data_dir: Path | None) -> LocalCluster:
+def _load(state_file: Path | None, data_dir: Path | None) -> AnyCluster:
+    """The cluster a command acts on: the project's nodes, or Apache Kafka's JVMs (a state
+    file whose flavour is apache-kafka, a data directory with kafka-cluster.json)."""
+    from .launch.kafka.cluster import KafkaCluster
+    from .launch.kafka.layout import LAYOUT_FILE
+
     if (state_file is None) == (data_dir is None):
         raise click.UsageError("give either --state FILE or --data-dir DIR")
     try:
         if state_file is not None:
+            kafka_dir = _kafka_data_dir(state_file)
+            if kafka_dir is not None:
+                return KafkaCluster.from_data_dir(kafka_dir)
             return LocalCluster.from_state(state_file)
         assert data_dir is not None
+        if (data_dir / LAYOUT_FILE).exists():
+            return KafkaCluster.from_data_dir(data_dir)
         return LocalCluster.from_data_dir(data_dir)
     except LaunchError as exc:
         raise InputError(str(exc)) from exc
 
 
-def _save(local: LocalCluster, state_file: Path | None) -> None:
+def _kafka_data_dir(state_file: Path) -> Path | None:
+    """The data directory of an Apache Kafka cluster's state file (None: another kind; the
+    project's own reading of the file then says what is wrong with it)."""
+    try:
+        state = json.loads(state_file.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if isinstance(state, dict) and state.get("flavour") == "apache-kafka":
+        if not isinstance(state.get("data_dir"), str):
+            raise InputError(f"state file {state_file} has no 'data_dir' string")
+        return Path(state["data_dir"])
+    return None
+
+
+def _save(local: AnyCluster, state_file: Path | None) -> None:
     if state_file is not None:
         local.write_state(state_file)
 
@@ -349,7 +434,10 @@ def cluster_status(state_file: Path | None, data_dir: Path | None) -> None:
     local = _load(state_file, data_dir)
     state = local.state()
     for n in state["nodes"]:
-        n["alive"] = bool(n["pid"]) and is_our_node(n["pid"], n["id"])
+        if isinstance(local, LocalCluster):
+            n["alive"] = bool(n["pid"]) and is_our_node(n["pid"], n["id"])
+        else:
+            n["alive"] = local.alive(n["id"])
     click.echo(json.dumps(state, indent=2))
 
 
@@ -390,13 +478,16 @@ def cluster_features(
     click.echo(json.dumps(result.to_json(), indent=2))
 
 
-# ---- txnchaos fuzz, txnchaos worker -------------------------------------------------------
+# ---- txnchaos fuzz, cleanup, worker -------------------------------------------------------
 main.add_command(fuzz_command)
+main.add_command(cleanup_command)
 main.add_command(worker_command)
 
 
 # ---- txnchaos transactions (KIP-664) ---------------------------------------------------
 main.add_command(transactions_command)
+main.add_command(acls_command)  # Kafka's kafka-acls.sh (docs/conformance.md)
+main.add_command(conformance_command)
 
 
 if __name__ == "__main__":

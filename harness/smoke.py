@@ -14,13 +14,13 @@ from pathlib import Path
 
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
-from rich.console import Console
 from rich.table import Table
 
 from ..rundir.run_dir import write_run_info
 from ..rundir.schema import EventType, encode_value
 from ..rundir.writer import HistoryWriter
 from .capture.final_state import capture_final_state
+from .console import make_console
 from .launch.local import LocalCluster
 from .workload.clients import ConsumerClient, ProducerClient
 from .workload.final_read import final_read
@@ -127,7 +127,7 @@ def record_run(
     run_dir: Path, root: Path, *, brokers: int, transactions: int, partitions: int
 ) -> SmokeResult:
     """Start a cluster under ``root``, run the workload into ``run_dir``, stop the cluster."""
-    console = Console()
+    console = make_console()
     result = SmokeResult()
     started_ns = time.time_ns()
     info = {"scenario": "demo", "seed": 1, "started_ns": started_ns, "cluster_kind": "local"}

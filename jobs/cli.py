@@ -1,7 +1,8 @@
 """The ``txnchaos`` command line: the harness's commands (harness/cli.py: ``node``,
-``cluster``, ``worker``, ``fuzz``, ``transactions``) and the commands that run and judge
-(``run``, ``analyze``, ``nightly``, ``repro``, ``shrink``, ``demo``). Importing it stays light
-(no heavy library at import time): each command imports what it needs when it runs."""
+``cluster``, ``worker``, ``fuzz``, ``cleanup``, ``transactions``, ``acls``, ``conformance``)
+and the commands that run and judge (``run``, ``analyze``, ``nightly``, ``repro``, ``shrink``,
+``demo``). Importing it stays light (no heavy library at import time): each command imports
+what it needs when it runs."""
 
 from __future__ import annotations
 
@@ -25,7 +26,24 @@ from .shrink import shrink_command
 DIRECTORY = click.Path(file_okay=False, path_type=Path)
 
 
+def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    if not value or ctx.resilient_parsing:
+        return
+    from ..harness.version import version_text
+
+    click.echo(version_text())
+    ctx.exit()
+
+
 @click.group(name="txnchaos", cls=Cli, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_print_version,
+    help="Show the version (and the client libraries') and exit.",
+)
 def main() -> None:
     """txnchaos: chaos testing for transactional (exactly-once) Kafka messaging.
 

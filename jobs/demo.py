@@ -6,14 +6,14 @@ same rules the Spark pipeline of ``txnchaos analyze`` is held equal to."""
 from __future__ import annotations
 
 import shutil
-import tempfile
 from pathlib import Path
 
-from rich.console import Console
 from rich.table import Table
 
 from ..analysis.reference import Judged, judge
 from ..analysis.verdict import INVALID, UNKNOWN, VALID
+from ..harness.console import make_console
+from ..harness.launch.owner import owned_temp_dir
 from ..harness.smoke import record_run, workload_table
 from ..rundir.compact import compact_run
 
@@ -50,9 +50,9 @@ def judge_run(run_dir: Path) -> tuple[str, Table]:
 def run_smoke(*, brokers: int, transactions: int, partitions: int, data_dir: Path | None) -> int:
     """Record and judge a smoke run: 0 valid (or unknown), 1 anomalies found. With
     ``data_dir`` the run directory stays in ``data_dir/run`` (``txnchaos analyze`` reads it)."""
-    console = Console()
+    console = make_console()
     temp = data_dir is None
-    root = Path(tempfile.mkdtemp(prefix="txnchaos-demo-")) if data_dir is None else data_dir
+    root = owned_temp_dir("demo-") if data_dir is None else data_dir
     run_dir = root / "run"
     try:
         result = record_run(

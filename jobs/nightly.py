@@ -8,20 +8,10 @@ from pathlib import Path
 
 import click
 
-from ..harness.cli_input import InputError, Seconds, check_bootstrap
-from ..harness.nightly.plan import PlanError, parse_duration
+from ..harness.cli_input import Duration, InputError, check_bootstrap, check_kafka_version
+from ..harness.nightly.plan import PlanError
 from ..harness.nightly.shrinking import DEFAULT_SHRINK_BUDGET_S, ShrinkPolicy
 from .options import engine_options
-
-
-def _budget(ctx: click.Context, param: click.Parameter, value: str | None) -> float | None:
-    if value is None:
-        return None
-    try:
-        return parse_duration(value)
-    except PlanError as exc:  # parse_duration names --budget: this may be --shrink-budget
-        why = str(exc).removeprefix("--budget: ").removeprefix("--budget ")
-        raise click.BadParameter(why) from None
 
 
 @click.command("nightly")
@@ -32,11 +22,10 @@ def _budget(ctx: click.Context, param: click.Parameter, value: str | None) -> fl
 @click.option(
     "--budget",
     "budget_s",
+    type=Duration(),
     default=None,
-    metavar="DURATION",
-    callback=_budget,
-    help="Wall time to fill instead (90s, 30m, 8h, 1h30m): no run starts that would not "
-    "finish in it (estimated from the scenario's earlier runs tonight).",
+    help="Wall time to fill instead (90s, 30m, 8h, 1h30m; a bare number is seconds): no run "
+    "starts that would not finish in it (estimated from the scenario's earlier runs tonight).",
 )
 @click.option(
     "--out",
@@ -53,9 +42,17 @@ def _budget(ctx: click.Context, param: click.Parameter, value: str | None) -> fl
 )
 @click.option(
     "--launcher",
-    type=click.Choice(["local", "docker", "external"]),
+    type=click.Choice(["local", "docker", "external", "kafka"]),
     default=None,
-    help="Run every scenario on this launcher (default: each scenario's own).",
+    help="Run every scenario on this launcher (default: each scenario's own); kafka: on "
+    "Apache Kafka's own release.",
+)
+@click.option(
+    "--kafka-version",
+    default=None,
+    metavar="X.Y.Z",
+    callback=check_kafka_version,
+    help="The Apache Kafka release of --launcher kafka (default: the launcher's).",
 )
 @click.option(
     "--bootstrap",
@@ -65,7 +62,10 @@ def _budget(ctx: click.Context, param: click.Parameter, value: str | None) -> fl
     help="An external cluster (with --launcher external).",
 )
 @click.option(
-    "--duration", type=Seconds(), default=None, help="Override every scenario's workload seconds."
+    "--duration",
+    type=Duration(),
+    default=None,
+    help="Override every scenario's workload duration (90, 5m; a bare number is seconds).",
 )
 @click.option(
     "--shrink/--no-shrink",
@@ -77,9 +77,8 @@ def _budget(ctx: click.Context, param: click.Parameter, value: str | None) -> fl
 @click.option(
     "--shrink-budget",
     "shrink_budget_s",
+    type=Duration(),
     default=None,
-    metavar="DURATION",
-    callback=_budget,
     help=f"Wall time of re-runs per invalid run (default {DEFAULT_SHRINK_BUDGET_S / 60:g}m; "
     "never more than a --budget night has left).",
 )
@@ -91,6 +90,7 @@ def nightly_command(
     out: Path,
     seed_base: int | None,
     launcher: str | None,
+    kafka_version: str | None,
     bootstrap: str | None,
     duration: float | None,
     shrink: bool,
@@ -112,6 +112,8 @@ def nightly_command(
         raise click.UsageError("give exactly one of --runs N and --budget DURATION")
     if launcher == "external" and not bootstrap:
         raise click.UsageError("--launcher external needs --bootstrap HOST:PORT")
+    if kafka_version is not None and launcher != "kafka":
+        raise click.UsageError("--kafka-version is for --launcher kafka")
     if out.exists() and not out.is_dir():
         raise InputError(f"--out {out} is not a directory")
     if not shrink and shrink_budget_s is not None:
@@ -127,6 +129,7 @@ def nightly_command(
         budget_s=budget_s,
         seed_base=seed_base,
         launcher=launcher,
+        kafka_version=kafka_version,
         bootstrap=bootstrap,
         duration=duration,
         argv=_without_seed_base(argv),

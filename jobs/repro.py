@@ -9,9 +9,9 @@ import time
 from pathlib import Path
 
 import click
-from rich.console import Console
 
-from ..harness.cli_input import InputError, Seconds, check_bootstrap
+from ..harness.cli_input import Duration, InputError, check_bootstrap
+from ..harness.console import make_console
 from .options import engine_options
 
 
@@ -33,7 +33,12 @@ from .options import engine_options
     callback=check_bootstrap,
     help="Run against an external cluster: report what is found, predict nothing.",
 )
-@click.option("--duration", type=Seconds(), default=None, help="Override the workload seconds.")
+@click.option(
+    "--duration",
+    type=Duration(),
+    default=None,
+    help="Override the workload duration (90, 90s, 5m; a bare number is seconds).",
+)
 @click.option(
     "--out",
     type=click.Path(file_okay=False, path_type=Path),
@@ -77,7 +82,7 @@ def repro_command(
     from ..harness.repro.command import ReproOptions, catalogue_rows, reproduce, show_catalogue
     from .judging import run_judge
 
-    console = Console()
+    console = make_console()
     try:
         if name == "list":
             entries = load_catalogue(catalogue)

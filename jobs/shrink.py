@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from ..harness.cli_input import InputError
+from ..harness.cli_input import Duration, InputError
 from .options import engine_options
 
 
@@ -16,10 +16,11 @@ from .options import engine_options
 @click.argument("run_dir", type=click.Path(path_type=Path))
 @click.option(
     "--budget",
-    type=click.FloatRange(min=0, min_open=True),
-    default=30.0,
+    type=Duration(),
+    default="30m",
     show_default=True,
-    help="Minutes of re-running at most; the smallest failing scenario so far is kept.",
+    help="Wall time of re-running at most (90s, 30m, 1h; a bare number is seconds); the "
+    "smallest failing scenario so far is kept.",
 )
 @click.option(
     "--anomaly",
@@ -48,7 +49,7 @@ def shrink_command(
 ) -> None:
     """Shrink an invalid run to a minimal reproducer: re-run it on the same seed with
     fewer faults (delta debugging over the schedule), a shorter workload and fewer users,
-    keeping each step that still yields the same anomaly class, within --budget minutes.
+    keeping each step that still yields the same anomaly class, within --budget.
     Writes RUN_DIR/shrunk.yaml (its header: the re-runs it took, the size before and
     after); the re-runs are kept in RUN_DIR/shrink/.
 
@@ -60,7 +61,7 @@ def shrink_command(
 
     judge = run_judge(engine, spark_master, f"txnchaos shrink {run_dir.name}", conf=spark_conf)
     try:
-        code = main_shrink(run_dir, budget * 60, list(anomalies), scenario_file, judge)
+        code = main_shrink(run_dir, budget, list(anomalies), scenario_file, judge)
     except ShrinkError as exc:
         raise InputError(str(exc)) from exc
     sys.exit(code)

@@ -1,6 +1,6 @@
 """``verdict.json`` as the commands that read it back see it: its status, the checkers that
-found anomalies, and the nemesis section in words (nightly rows, reproduction outcomes,
-shrinking). The analysis writes it (analysis/verdict.py); this is the reading side, so the
+found anomalies, the nemesis section and the findings in words (nightly rows, reproduction
+outcomes, shrinking). The analysis writes it (analysis/verdict.py); this is the reading side, so the
 layers above the analysis's peer, the harness, need not import the analysis to read one.
 Cheap to import (the command line reads it): nothing here imports pyarrow."""
 
@@ -63,6 +63,59 @@ def nemesis_error_line(error: dict[str, Any]) -> str:
     return f"action {error['action']} {error.get('kind')}: {error['step']} failed{when}: " + str(
         error["error"]
     )
+
+
+def no_chaos(section: dict[str, Any] | None) -> str | None:
+    """Why the run tested no chaos although its scenario asked for some (faults scheduled, none
+    applied: all failed or never reached), or None, from the ``nemesis`` section.  A scenario
+    without a nemesis schedules nothing and is no chaos run; a random mix always schedules at
+    least one fault."""
+    if not section or not section.get("scheduled") or section.get("applied"):
+        return None
+    parts = [f"{section['scheduled']} scheduled"]
+    for key, words in (("failed", "failed"), ("not_reached", "never reached")):
+        if section.get(key):
+            parts.append(f"{section[key]} {words}")
+    return f"no fault was applied ({', '.join(parts)})"
+
+
+#: the kind of finding a client crash is (the verdict's ``findings``: analysis/findings.py)
+CLIENT_CRASH = "client_crash"
+#: how far before a crash a healed fault is still listed (``faults_before``): a lost response
+#: surfaces when its request times out, up to a transaction timeout later
+BEFORE_S = 30.0
+
+
+def finding_line(f: dict[str, Any]) -> str:
+    """A finding of the verdict in one line (the verdict's summary, the report, nightly,
+    JUnit)."""
+    if f.get("kind") != CLIENT_CRASH:
+        return f"{f.get('kind')}: {f}"
+    lib = " ".join(str(x) for x in (f.get("library"), f.get("library_version")) if x)
+    at = f" at +{f['at_s']:.1f} s" if isinstance(f.get("at_s"), int | float) else ""
+    flight = ", ".join(
+        f"{o.get('type')}" + (f" txn {o['txn']}" if o.get("txn") is not None else "")
+        for o in (f.get("in_flight") or [])[-3:]
+    )
+    active = ", ".join(_fault_words(x) for x in f.get("faults_active") or []) or "none"
+    before = ", ".join(_fault_words(x) for x in f.get("faults_before") or []) or "none"
+    return (
+        f"client crash: {f['process']} ({f.get('user_kind')}, {lib}){at}: "
+        f"{f.get('signal') or 'exit ' + str(f.get('exit_code'))}: {f.get('message')}; "
+        f"in flight: {flight or 'nothing'}; faults active: {active}; "
+        f"healed in the {BEFORE_S:g} s before: {before}"
+    )
+
+
+def _fault_words(x: dict[str, Any]) -> str:
+    target = f" on {x['target']}" if x.get("target") else ""
+    when = x.get("applied_at_s")
+    span = ""
+    if isinstance(when, int | float):
+        healed = x.get("healed_at_s")
+        end = f"{healed:.1f}" if isinstance(healed, int | float) else "end"
+        span = f" (+{when:.1f}..{end} s)"
+    return f"{x.get('kind')}{target}{span}"
 
 
 #: the flavour of a cluster whose run.json does not say it, by the launcher that started it

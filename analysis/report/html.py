@@ -9,12 +9,18 @@ from typing import Any
 
 import jinja2
 
-from ...rundir.verdict_file import cluster_line, engine_line, nemesis_error_line, nemesis_line
+from ...rundir.verdict_file import (
+    cluster_line,
+    engine_line,
+    finding_line,
+    nemesis_error_line,
+    nemesis_line,
+)
 from ..fault_actions import group_faults
 from ..load_stats import load_stats
 from ..report_series import bucket_seconds
 from ..verdict import Verdict
-from . import charts, page
+from . import charts, explain, page
 
 SEC = 1_000_000_000
 _ENV = jinja2.Environment(
@@ -42,7 +48,21 @@ def render_report(v: Verdict) -> str:
         b = (int(r["sec"]) * SEC - series_t0) // (bucket_s * SEC)
         d = per_bucket.setdefault(r["checker"], {})
         d[b] = d.get(b, 0) + int(r["n"])
-    examples = page.examples_of(v, actions, t0)
+    scenario, final_state = explain.read_run_files(v.run_dir)
+    stuck = explain.stuck_partitions(final_state, explain.bootstrap_of(v.run))
+    lso = {
+        (p["topic"], p["partition"]): p["lso"] for p in (final_state or {}).get("partitions") or []
+    }
+    keys = explain.record_keys(
+        Path(v.run_dir), explain.example_values(e for c in v.checkers.values() for e in c.examples)
+    )
+    examples = page.examples_of(v, actions, t0, keys, lambda ev: explain.visibility(ev, stuck, lso))
+    lost = v.checkers.get("lost_write")
+    hidden = sum(
+        1
+        for e in (lost.examples if lost is not None else [])
+        if (explain.visibility(e["evidence"], stuck, lso) or "").startswith("hidden")
+    )
     marks = [
         (c.name, e["kind"], axis.s(e["time_ns"]), ex.anchor)
         for c in v.checkers.values()
@@ -53,6 +73,7 @@ def render_report(v: Verdict) -> str:
         drawn = [
             charts.faults_chart(actions, axis),
             charts.throughput_chart(ops, series_t0, bucket_s, axis, actions),
+            charts.users_chart(explain.workload_stats(v.run_dir), axis, actions),
             charts.latency_chart(v.series.get("latency") or [], series_t0, bucket_s, axis, actions),
             charts.lso_chart(v.series.get("lso_lag") or {}, axis, actions),
             charts.open_txns_chart(v.series.get("open_txns") or [], axis, actions),
@@ -76,6 +97,8 @@ def render_report(v: Verdict) -> str:
         for a in actions
     ]
     run: dict[str, Any] = {k: v.run.get(k, "—") for k in ("scenario", "seed", "cluster_kind")}
+    if v.cluster_name():  # the flavour and release that ran (apache-kafka 4.4.0)
+        run["cluster_kind"] = f"{run['cluster_kind']} ({v.cluster_name()})"
     load = load_stats(ops, v.series)  # from the series: whichever engine judged the run
     stats = {k: val for k, val in v.stats.items() if k != "latency_ms"}
     stats.update({k: f"{s:.2f} s" for k, s in v.timings.items()})
@@ -93,6 +116,13 @@ def render_report(v: Verdict) -> str:
         run_rows=page.key_values(v.run),
         stat_rows=page.key_values(stats),
         load=load,
+        configuration=explain.configuration_of(v.run, scenario),
+        stuck=[(sp, sp.sentence(t0)) for sp in stuck.values()],
+        hidden_examples=hidden,
+        findings=[
+            {**f, "line": finding_line(f), "at": page.seconds(f.get("time_ns"), t0)}
+            for f in v.findings
+        ],
         nemesis_line=nemesis_line(v.nemesis) if v.nemesis else "",
         cluster_line=cluster_line(v.cluster),
         engine_line=engine_line(v.to_json()),

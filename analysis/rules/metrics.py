@@ -25,8 +25,13 @@ counting node ended (the end of its fault; for a drop no such fault spans, the s
 dropped), against the counters' values at the nodes' last scrapes: the nodes' last processes
 count those in full; earlier ones are not checked (the notes say how many).
 A pause keeps the process and its counters, so it leaves the bounds whole. If a node's last
-process was never scraped, that counter's lower bound is not checked. Rules whose metric is
-absent are listed as not checked; clusters that expose no metrics make the checker unknown.
+process was never scraped, that counter's lower bound is not checked. A run cut short (run.json
+not complete: no final phase, so the last scrapes may predate its last transactions) has the
+lower bounds of (c) and (d) unchecked. A metric the nodes do not
+expose (an Apache Kafka release has no transaction counters) makes the checker unknown, never
+valid: the reason names it (with the launcher's word on why, run.json's
+cluster.metrics_unavailable) and what was judged; a violated rule still makes it invalid.
+Clusters that expose no metrics make the checker unknown.
 Count: violated rule instances."""
 
 from __future__ import annotations
@@ -47,10 +52,12 @@ from .metric_samples import (
     LATE_BUFFER_MS,
     NAME,
     NODE_METRICS,
+    cut_short,
     late_at_end,
     late_too_early,
     lso_lag,
     producer_id_count,
+    unexposed,
 )
 
 Sample = dict[str, Any]  #: a row of metrics.parquet
@@ -93,9 +100,10 @@ def rule(ix: Indexes, facts: RunFacts) -> Judged:
         out.unknown = "no transaction metrics were scraped from the nodes (skipped)"
         return out
     missing = [n for n in NODE_METRICS if n not in names]
-    if missing:
-        out.notes.append("not exposed, not checked: " + ", ".join(missing))
     fs = facts.final_state
+    short = cut_short(facts.info)
+    if short:
+        out.notes.append(short)
     if M.PARTITIONS_WITH_LATE_TXNS.value in names:
         late = [r for r in last if r["name"] == M.PARTITIONS_WITH_LATE_TXNS.value]
         _late(facts, out, samples, late)
@@ -106,9 +114,11 @@ def rule(ix: Indexes, facts: RunFacts) -> Judged:
             lso_lag(out, fs, [r for r in last if r["name"] == M.LAST_STABLE_OFFSET_LAG.value])
     if M.PRODUCER_ID_COUNT.value in names:
         pids = [r for r in last if r["name"] == M.PRODUCER_ID_COUNT.value]
-        producer_id_count(out, producers(ix.ops), fs, pids)
+        producer_id_count(out, producers(ix.ops), fs, pids, lower_bound=not short)
     if any(c in names for c in COUNTERS):
         judge_counters(ix, facts, out, samples)
+    if missing:  # never valid on what was not seen
+        out.unknown = unexposed(missing, [n for n in NODE_METRICS if n in names], facts.info)
     return out
 
 

@@ -16,9 +16,11 @@ from ..model.indexes import Indexes
 from ..model.judged import Judged
 from . import (
     aborted_read,
+    committed_offsets,
     consume_transform_produce,
     dual_write,
     duplicate,
+    fenced_commit,
     hanging_transactions,
     inconsistent_offsets,
     indeterminate_commit,
@@ -53,6 +55,8 @@ RULES: tuple[Rule, ...] = (
     torn_transaction,
     consume_transform_produce,
     indeterminate_commit,
+    fenced_commit,
+    committed_offsets,
     hanging_transactions,
     dual_write,
     metrics,

@@ -21,7 +21,9 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from .periodic import PeriodicSampler
 
-SKIPPED_PREFIXES = ("python_", "process_", "txnchaos_request_seconds")
+#: the exporters' own process and runtime metrics (the JMX exporter's jvm_/jmx_ on Apache
+#: Kafka's nodes), never read by the analysis
+SKIPPED_PREFIXES = ("python_", "process_", "jvm_", "jmx_", "txnchaos_request_seconds")
 
 Endpoints = Mapping[str, str] | Callable[[], Mapping[str, str]]
 """Node name -> ``http://host:port/metrics``, or a function giving the current ones."""

@@ -118,10 +118,24 @@ def link_name(source: int | str, target: int) -> str:
     return f"{src}->n{target}"
 
 
+def package_version() -> str | None:
+    """The installed txnchaos package's version (None when it is not installed)."""
+    try:
+        from importlib.metadata import PackageNotFoundError, version
+
+        return version("txnchaos")
+    except (ImportError, PackageNotFoundError):
+        return None
+
+
 class ClusterHandle(abc.ABC):
-    """A running cluster: addresses, proxies, node faults, teardown."""
+    """A running cluster: addresses, proxies, node faults, teardown.
+
+    ``flavour`` says what runs: ``txnchaos`` (the project's nodes), ``apache-kafka`` or
+    ``external``; ``version`` the release (the package's, Kafka's; None if unknown)."""
 
     launcher: str = "?"
+    flavour: str = "txnchaos"
     capabilities: frozenset[str] = frozenset()
 
     def __init__(self, run_dir: Path, spec: ClusterSpec) -> None:
@@ -132,6 +146,27 @@ class ClusterHandle(abc.ABC):
         self._spans: dict[tuple[str, int], float] = {}  # (kind, node) -> start
         self._lock = threading.Lock()
         self._stopped = False
+        self._transaction_version: int | None = None
+
+    @property
+    def version(self) -> str | None:
+        return package_version() if self.flavour == "txnchaos" else None
+
+    def transaction_version(self) -> int | None:
+        """The cluster's finalized transaction.version, asked once of a bootstrap server
+        (ApiVersions); None when it cannot tell (no answer, or no such feature)."""
+        if self._transaction_version is None and not self._stopped:
+            from .probe import finalized_features
+
+            for server in self.bootstrap.split(","):
+                host, _, port = server.strip().rpartition(":")
+                if not port.isdigit():
+                    continue
+                features = finalized_features((host.strip("[]"), int(port)))
+                if features is not None:
+                    self._transaction_version = features.get("transaction.version", 0)
+                    break
+        return self._transaction_version
 
     # ---- addresses ---------------------------------------------------------------------
     @property
@@ -298,6 +333,9 @@ class ClusterHandle(abc.ABC):
             }
         return {
             "launcher": self.launcher,
+            "flavour": self.flavour,
+            "version": self.version,
+            "transaction_version": self.transaction_version(),
             "bootstrap": self.bootstrap,
             "proxied": self.fleet is not None,
             "spec": asdict(self.spec),

@@ -55,6 +55,7 @@ def parse_bootstrap(value: str) -> list[tuple[str, int]]:
 
 class ExternalHandle(ClusterHandle):
     launcher = "external"
+    flavour = "external"
     capabilities = frozenset()
 
     def __init__(

@@ -1,4 +1,4 @@
-"""Launchers by name: ``local`` (default), ``docker``, ``external``.
+"""Launchers by name: ``local`` (default), ``docker``, ``external``, ``kafka``.
 
 ``get_launcher("external", bootstrap="host:9092")``; options go to the launcher's
 constructor. Modules are imported on demand (the docker launcher needs testcontainers,
@@ -12,7 +12,7 @@ from typing import Any
 from .base import Launcher
 from .errors import LaunchError
 
-LAUNCHERS = ("local", "docker", "external")
+LAUNCHERS = ("local", "docker", "external", "kafka")
 DEFAULT_LAUNCHER = "local"
 
 
@@ -35,6 +35,10 @@ def get_launcher(name: str = DEFAULT_LAUNCHER, **options: Any) -> Launcher:
         if not options.get("bootstrap"):
             raise LaunchError("the external launcher needs --bootstrap HOST:PORT")
         return _build(ExternalLauncher, key, options)
+    if key == "kafka":
+        from .kafka.launcher import KafkaLauncher
+
+        return _build(KafkaLauncher, key, options)
     raise LaunchError(f"unknown launcher {name!r}; choose one of: {', '.join(LAUNCHERS)}")
 
 

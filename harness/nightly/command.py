@@ -12,6 +12,7 @@ from typing import Any
 
 from rich.console import Console
 
+from ..console import make_console
 from ..run.judge import Judge
 from .junit import write_junit
 from .pages import write_summary_html, write_trend
@@ -41,6 +42,7 @@ class NightlyOptions:
     budget_s: float | None = None
     seed_base: int | None = None
     launcher: str | None = None
+    kafka_version: str | None = None
     bootstrap: str | None = None
     duration: float | None = None
     argv: list[str] = field(default_factory=list)  # how the night was started, for the record
@@ -54,6 +56,8 @@ class NightlyOptions:
         args: list[str] = []
         if self.launcher:
             args += ["--launcher", self.launcher]
+        if self.kafka_version:
+            args += ["--kafka-version", self.kafka_version]
         if self.bootstrap:
             args += ["--bootstrap", self.bootstrap]
         if self.duration is not None:
@@ -199,6 +203,10 @@ class Night:
         detail = ", ".join(f"{k} {v}" for k, v in sorted(row.anomalies.items()))
         if row.nemesis_errors:
             detail = ", ".join(filter(None, (detail, row.nemesis)))
+        if row.no_chaos:
+            detail = ", ".join(filter(None, (detail, row.no_chaos)))
+        if row.findings:
+            detail = "; ".join(filter(None, (detail, *row.findings)))
         if row.verdict == HARNESS_FAILED:
             last = (row.failure or "").strip().splitlines()
             detail = last[-1] if last else f"exit code {row.exit_code}"
@@ -228,6 +236,8 @@ class Night:
                 "invalid": sum(1 for r in rows if r.verdict == INVALID),
                 "harness_failed": sum(1 for r in rows if r.verdict == HARNESS_FAILED),
                 "nemesis_failed": sum(1 for r in rows if r.nemesis_errors),
+                "client_crash": sum(1 for r in rows if r.findings),
+                "no_chaos": sum(1 for r in rows if r.no_chaos),
             },
             "runs": [r.to_json() for r in rows],
         }
@@ -236,9 +246,9 @@ class Night:
         summary = self.summary()
         (self.dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
         write_summary_html(summary, self.rows, self.dir / "summary.html")
-        write_junit(self.rows, self.dir / "junit.xml", summary["wall_s"])
+        write_junit(self.rows, self.dir / "junit.xml", summary["wall_s"], summary)
         write_trend(self.options.out_root)
 
 
 def main_nightly(options: NightlyOptions, console: Console | None = None) -> int:
-    return Night(options, console or Console()).run()
+    return Night(options, console or make_console()).run()

@@ -13,7 +13,15 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from ..cli_input import PORT, Cli, InputError, Seconds, check_bootstrap, check_metrics_urls
+from ..cli_input import (
+    PORT,
+    Cli,
+    Duration,
+    InputError,
+    check_bootstrap,
+    check_kafka_version,
+    check_metrics_urls,
+)
 
 if TYPE_CHECKING:
     from .orchestrator import RunOptions
@@ -27,9 +35,18 @@ _OPTIONS: list[Callable[[Callable[..., Any]], Callable[..., Any]]] = [
     click.option("--seed", type=int, default=None, help="Override the scenario's seed."),
     click.option(
         "--launcher",
-        type=click.Choice(["local", "docker", "external"]),
+        type=click.Choice(["local", "docker", "external", "kafka"]),
         default=None,
-        help="Where the cluster runs (default: the scenario's, usually local).",
+        help="Where the cluster runs (default: the scenario's, usually local); kafka: Apache "
+        "Kafka's own release as JVMs here (docs/apache-kafka.md).",
+    ),
+    click.option(
+        "--kafka-version",
+        default=None,
+        metavar="X.Y.Z",
+        callback=check_kafka_version,
+        help="The Apache Kafka release the kafka launcher runs (default: the scenario's "
+        "cluster.kafka_version, else 4.4.0); fetched from Maven Central on first use.",
     ),
     click.option(
         "--bootstrap",
@@ -47,7 +64,12 @@ _OPTIONS: list[Callable[[Callable[..., Any]], Callable[..., Any]]] = [
         help="An external cluster node's Prometheus /metrics URL (repeat per node; replaces the "
         "scenario's cluster.metrics): scraped during the run, judged by the metrics checker.",
     ),
-    click.option("--duration", type=Seconds(), default=None, help="Seconds of workload."),
+    click.option(
+        "--duration",
+        type=Duration(),
+        default=None,
+        help="Workload duration (90, 90s, 5m, 1h30m; a bare number is seconds).",
+    ),
     click.option(
         "--out",
         type=DIRECTORY,
@@ -92,6 +114,28 @@ _OPTIONS: list[Callable[[Callable[..., Any]], Callable[..., Any]]] = [
         default=None,
         help="Port of locust's master (default or 0: a free one).",
     ),
+    click.option(
+        "--csv",
+        "csv_prefix",
+        default=None,
+        metavar="PREFIX",
+        help="locust's CSV files, as `locust --csv` writes them: PREFIX_stats.csv, "
+        "PREFIX_stats_history.csv, PREFIX_failures.csv, PREFIX_exceptions.csv.",
+    ),
+    click.option(
+        "--csv-full-history",
+        is_flag=True,
+        help="With --csv: every operation's rows in PREFIX_stats_history.csv, not only the total.",
+    ),
+    click.option(
+        "--html",
+        "html_file",
+        type=click.Path(dir_okay=False, path_type=Path),
+        default=None,
+        metavar="FILE",
+        help="locust's HTML report (requests, failures, users and requests/s over time), as "
+        "`locust --html` writes it.",
+    ),
 ]
 
 #: the parameters :func:`run_options` adds, which :func:`run_setup` takes
@@ -99,6 +143,7 @@ RUN_PARAMETERS = (
     "scenario",
     "seed",
     "launcher",
+    "kafka_version",
     "bootstrap",
     "metrics_urls",
     "duration",
@@ -110,6 +155,9 @@ RUN_PARAMETERS = (
     "expect_workers",
     "master_bind",
     "master_port",
+    "csv_prefix",
+    "csv_full_history",
+    "html_file",
 )
 
 
@@ -124,6 +172,7 @@ def run_setup(
     scenario: Path,
     seed: int | None,
     launcher: str | None,
+    kafka_version: str | None,
     bootstrap: str | None,
     metrics_urls: dict[int, str],
     duration: float | None,
@@ -135,6 +184,9 @@ def run_setup(
     expect_workers: int,
     master_bind: str | None,
     master_port: int | None,
+    csv_prefix: str | None,
+    csv_full_history: bool,
+    html_file: Path | None,
 ) -> tuple[Scenario, RunOptions]:
     """The scenario and the run's options, every one checked (bad input: InputError or a
     usage error, before anything starts)."""
@@ -147,6 +199,8 @@ def run_setup(
     distributed = workers + expect_workers > 0
     if not distributed and (master_bind is not None or master_port is not None):
         raise click.UsageError("--master-bind and --master-port need --workers or --expect-workers")
+    if csv_full_history and not csv_prefix:
+        raise click.UsageError("--csv-full-history needs --csv PREFIX")
 
     try:
         parsed = load_scenario(scenario)
@@ -172,9 +226,14 @@ def run_setup(
             check_web_address(web_host, web_port)
         except WebAddressError as exc:
             raise InputError(str(exc)) from exc
+    if kafka_version is not None and (launcher or parsed.cluster.launcher) != "kafka":
+        raise click.UsageError("--kafka-version is for the kafka launcher (--launcher kafka)")
+    if (launcher or parsed.cluster.launcher) == "kafka":
+        _check_kafka_settings(parsed, scenario)
     options = RunOptions(
         seed=seed,
         launcher=launcher,
+        kafka_version=kafka_version,
         bootstrap=bootstrap,
         metrics=metrics_urls or None,
         duration=duration,
@@ -186,8 +245,23 @@ def run_setup(
         expect_workers=expect_workers,
         master_bind=master_bind,
         master_port=master_port or None,
+        csv_prefix=str(Path(csv_prefix).resolve()) if csv_prefix else None,
+        csv_full_history=csv_full_history,
+        html_file=html_file.resolve() if html_file else None,
     )
     return parsed, options
+
+
+def _check_kafka_settings(parsed: Scenario, scenario: Path) -> None:
+    """The scenario's settings are ones Apache Kafka's nodes can take (no bug switch of the
+    project's cluster), checked before a cluster starts."""
+    from ..launch.errors import LaunchError
+    from ..launch.kafka.layout import split_settings
+
+    try:
+        split_settings(parsed.cluster.setting_pairs())
+    except LaunchError as exc:
+        raise InputError(f"{scenario}: cluster.settings: {exc}") from exc
 
 
 def _check_actions_heal(parsed: Scenario, scenario: Path, duration: float | None) -> None:

@@ -7,7 +7,8 @@ Shape::
     seed: 1                          # --seed overrides
     duration: 60                     # seconds of workload (--duration overrides)
     cluster:
-      launcher: local                # local | docker | external (--launcher overrides)
+      launcher: local                # local | docker | external | kafka (--launcher overrides)
+      kafka_version: 4.4.0           # the Apache Kafka release of the kafka launcher
       brokers: 2
       coordinators: 1
       proxied: true                  # a fault proxy on every link
@@ -49,7 +50,7 @@ from pydantic import (
 from ...cluster.cpu_placement import parse_cpu_list
 from ...cluster.settings import render_setting
 from ..launch.metrics_urls import metrics_url_problem
-from ..nemesis.schedule import NemesisConfig
+from ..nemesis.schedule import NemesisConfig, no_room
 from ..repro.spec import ReproSpec
 from ..workload.config import WorkloadConfig
 from ..workload.kinds.registry import crash_faults, crash_targets
@@ -65,7 +66,13 @@ class _Model(BaseModel):
 
 
 class ClusterConfig(_Model):
-    launcher: Literal["local", "docker", "external"] = "local"
+    launcher: Literal["local", "docker", "external", "kafka"] = "local"
+    kafka_version: str | None = Field(
+        default=None,
+        pattern=r"^\d+\.\d+\.\d+$",
+        description="the Apache Kafka release the kafka launcher runs (--kafka-version "
+        "overrides; default: the launcher's, docs/apache-kafka.md)",
+    )
     brokers: int = Field(default=2, ge=1, le=32)
     coordinators: int = Field(default=1, ge=0, le=16)
     proxied: bool = True
@@ -249,10 +256,20 @@ def fault_outlasting_workload(
                 f"{action.duration:g}s) ends after the workload ({where}s): faults must heal "
                 "before the final phase"
             )
+    if scenario.nemesis.random is not None:
+        problem = no_room(scenario.nemesis.random, workload)
+        if problem:
+            return f"{source}: {problem} ({where}s)"
     return None
 
 
-def scenario_as_run(scenario: Scenario, seed: int, duration: float, launcher: str) -> str:
+def scenario_as_run(
+    scenario: Scenario,
+    seed: int,
+    duration: float,
+    launcher: str,
+    kafka_version: str | None = None,
+) -> str:
     """The scenario as YAML with the command line's overrides applied (what a run
     directory keeps as scenario.yaml); parsing it gives the scenario that ran."""
     data = scenario.model_dump(mode="json", exclude_none=True)
@@ -260,4 +277,6 @@ def scenario_as_run(scenario: Scenario, seed: int, duration: float, launcher: st
     if scenario.load_shape is not None:  # a shorter run cuts the shape where it ends
         data["load_shape"] = scenario.load_shape.cut(duration).model_dump(mode="json")
     data.setdefault("cluster", {})["launcher"] = launcher
+    if kafka_version is not None:
+        data["cluster"]["kafka_version"] = kafka_version
     return yaml.safe_dump(data, sort_keys=False)

@@ -13,6 +13,7 @@ import yaml
 from rich.console import Console
 
 from ...rundir.verdict_file import anomalies_by_checker
+from ..console import make_console
 from ..run.judge import Judge
 from ..run.scenario import ScenarioError, load_scenario
 from .attempts import Attempts
@@ -120,7 +121,7 @@ def shrink_run(
     """Shrink ``run_dir`` within ``budget_s``, each re-run judged by ``judge`` (raises
     :class:`ShrinkError` for a run that cannot be: valid, unreadable, no scenario, shrunk
     before)."""
-    console = console or Console()
+    console = console or make_console()
     base, flagged = original(run_dir, scenario_file)
     target = set(anomalies) if anomalies else flagged - {"metrics"} or flagged
     unknown = target - flagged

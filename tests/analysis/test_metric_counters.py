@@ -12,6 +12,7 @@ from pyspark.sql import SparkSession
 from txnchaos.analysis import analyze as engines
 from txnchaos.analysis.spark.pipeline import analyze as spark_analyze
 from txnchaos.analysis.verdict import Verdict
+from txnchaos.rundir.run_dir import write_run_info
 from txnchaos.rundir.schema import MetricName
 from txnchaos_testing.synthetic import Synth, SynthConfig
 
@@ -101,3 +102,80 @@ def test_a_node_not_scraped_after_its_restart_leaves_the_lower_bounds_unchecked(
     assert "committed_counter_lower" not in metrics.checked
     assert "aborted_counter" not in metrics.checked
     assert sum("lower bound not checked: n0 not scraped" in n for n in metrics.notes) == 2
+
+
+KAFKA_CLUSTER = {
+    "flavour": "apache-kafka",
+    "version": "4.4.0",
+    "metrics_unavailable": {
+        MetricName.TXNS_COMMITTED.value: "Apache Kafka counts no committed transactions",
+        MetricName.TXNS_ABORTED.value: "Apache Kafka counts no aborted transactions",
+    },
+}
+
+
+def _without_counters(synth: Synth, run_dir: Path) -> None:
+    """As an Apache Kafka cluster's nodes are scraped: no transaction counters, and the
+    launcher's reason in run.json."""
+    counters = {MetricName.TXNS_COMMITTED.value, MetricName.TXNS_ABORTED.value}
+    synth.metric_rows = [r for r in synth.metric_rows if r["name"] not in counters]
+    synth.write(run_dir)
+    write_run_info(run_dir, **{**synth.run_info(), "cluster": KAFKA_CLUSTER})
+
+
+def _judged_by_both(spark: SparkSession, run_dir: Path) -> Verdict:
+    want = spark_analyze(run_dir, spark=spark, examples=EXAMPLES, write=False)
+    have = engines.analyze(run_dir, engine="reference", examples=EXAMPLES, write=False)
+    assert_same_verdict(want, have)
+    return have
+
+
+def test_a_metric_the_cluster_lacks_makes_the_checker_unknown_with_the_reason(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    synth = Synth(CONFIG).build()
+    _without_counters(synth, tmp_path)
+    metrics = _judged_by_both(spark, tmp_path).checkers["metrics"]
+    assert metrics.status == "unknown", metrics
+    assert metrics.reason is not None
+    assert "TransactionsCommitted: Apache Kafka counts no committed transactions" in metrics.reason
+    assert "judged without anomalies: PartitionsWithLateTransactionsCount" in metrics.reason
+    assert metrics.checked.get("lso_lag_partitions")  # the rules it has metrics for still ran
+
+
+def test_a_violated_rule_is_invalid_even_with_a_metric_missing(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    synth = Synth(CONFIG).build()
+    synth.inject_metric_lso_lag()
+    _without_counters(synth, tmp_path)
+    metrics = _judged_by_both(spark, tmp_path).checkers["metrics"]
+    assert metrics.status == "invalid" and metrics.counts["lso_lag"] == 1
+
+
+@pytest.mark.parametrize("complete", [True, False])
+def test_a_run_cut_short_leaves_the_lower_bounds_unchecked(
+    spark: SparkSession, tmp_path: Path, complete: bool
+) -> None:
+    """A run cut short (the workload crashed, Ctrl-C) has no final phase: its last commits
+    come after the nodes' last scrape.  That under-count is no anomaly when run.json says the
+    run did not complete, and still one when it says it did."""
+    synth = Synth(CONFIG).build()
+    counters = {MetricName.TXNS_COMMITTED.value, MetricName.PRODUCER_ID_COUNT.value}
+    last_commit = max(
+        o["complete_ns"] for o in synth.ops if o["type"] == "commit" and o["outcome"] == "ok"
+    )
+    cut = last_commit - 3_000_000_000  # the scraper's last sample: 3 s before the last commit
+    synth.metric_rows = [
+        r for r in synth.metric_rows if r["name"] not in counters or r["time_ns"] < cut
+    ]
+    synth.run_info = lambda: {**Synth.run_info(synth), "complete": complete}  # type: ignore[method-assign]
+    v = _both(spark, synth, tmp_path)
+    metrics = v.checkers["metrics"]
+    if complete:
+        assert metrics.counts["transaction_counters"] == 1, metrics.examples
+        return
+    assert metrics.status == "valid", metrics.examples
+    assert "committed_counter_lower" not in metrics.checked
+    assert metrics.checked["committed_counter"] == 1  # the upper bound still holds
+    assert any(n.startswith("the run was cut short") for n in metrics.notes)

@@ -17,10 +17,12 @@ from ...rules.metric_samples import (
     LATE_BUFFER_MS,
     NAME,
     NODE_METRICS,
+    cut_short,
     late_at_end,
     late_too_early,
     lso_lag,
     producer_id_count,
+    unexposed,
 )
 from .base import CheckOutput
 from .context import CheckContext
@@ -52,9 +54,10 @@ def check(ctx: CheckContext) -> CheckOutput:
         out.unknown = "no transaction metrics were scraped from the nodes (skipped)"
         return out
     missing = [n for n in NODE_METRICS if n not in names]
-    if missing:
-        out.notes.append("not exposed, not checked: " + ", ".join(missing))
     fs = ctx.data.final_state
+    short = cut_short(ctx.data.run.info)
+    if short:
+        out.notes.append(short)
     if M.PARTITIONS_WITH_LATE_TXNS.value in names:
         _late(ctx, out, m, [r for r in last if r["name"] == M.PARTITIONS_WITH_LATE_TXNS.value])
     if M.LAST_STABLE_OFFSET_LAG.value in names:
@@ -65,9 +68,11 @@ def check(ctx: CheckContext) -> CheckOutput:
     if M.PRODUCER_ID_COUNT.value in names:
         # producer ids per partition come from the summary pass (no extra scan of the history)
         pids = [r for r in last if r["name"] == M.PRODUCER_ID_COUNT.value]
-        producer_id_count(out, ctx.proj.summary.producers, fs, pids)
+        producer_id_count(out, ctx.proj.summary.producers, fs, pids, lower_bound=not short)
     if any(c in names for c in COUNTERS):
         check_counters(ctx, out, m)
+    if missing:  # never valid on what was not seen
+        out.unknown = unexposed(missing, [n for n in NODE_METRICS if n in names], ctx.data.run.info)
     return out
 
 

@@ -82,6 +82,7 @@ def test_external_has_no_node_faults(external: ExternalHandle) -> None:
     assert external.metrics_urls() == {1: "http://m:1/metrics"}
     doc = json.loads(json.dumps(external.describe()))
     assert doc["launcher"] == "external" and doc["capabilities"] == []
+    assert doc["flavour"] == "external" and doc["version"] is None
     assert doc["upstream_bootstrap"] and doc["links"]
     external.stop()
     assert {n.id for n in external.nodes} == {1, 2}  # still described after the stop

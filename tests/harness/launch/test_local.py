@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Producer
 
-from txnchaos.harness.launch.base import ClusterSpec, UnsupportedFault
+from txnchaos.harness.launch.base import ClusterSpec, UnsupportedFault, package_version
 from txnchaos.harness.launch.errors import LaunchError
 from txnchaos.harness.launch.local import LocalCluster, is_our_node
 from txnchaos.harness.launch.local_launcher import STATE_FILE, LocalHandle, LocalLauncher
@@ -137,6 +137,8 @@ def test_delay_on_broker_to_controller_metadata(mesh: LocalHandle) -> None:
 def test_describe_and_state_file(mesh: LocalHandle) -> None:
     doc = json.loads(json.dumps(mesh.describe()))
     assert doc["launcher"] == "local" and doc["proxied"] is True
+    assert doc["flavour"] == "txnchaos" and doc["version"] == package_version()
+    assert doc["transaction_version"] == 2  # the nodes' default, as they report it
     assert doc["capabilities"] == ["kill", "pause", "restart", "resume"]
     assert {n["id"] for n in doc["nodes"]} == {CONTROLLER, *BROKERS}
     assert all(n["pid"] and n["metrics_url"] for n in doc["nodes"])

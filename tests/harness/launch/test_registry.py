@@ -11,12 +11,14 @@ from txnchaos.harness.launch.registry import LAUNCHERS, get_launcher
 
 
 def test_launchers_by_name() -> None:
-    assert LAUNCHERS == ("local", "docker", "external")
+    assert LAUNCHERS == ("local", "docker", "external", "kafka")
     assert isinstance(get_launcher(), LocalLauncher)
     assert isinstance(get_launcher("local"), LocalLauncher)
     external = get_launcher("external", bootstrap="127.0.0.1:9092")
     assert isinstance(external, ExternalLauncher)
     assert external.name == "external"
+    kafka = get_launcher("kafka", version="4.1.1")
+    assert kafka.name == "kafka" and kafka.version == "4.1.1"  # type: ignore[attr-defined]
 
 
 def test_docker_launcher_is_built_without_an_engine() -> None:
@@ -26,7 +28,9 @@ def test_docker_launcher_is_built_without_an_engine() -> None:
 
 
 def test_unknown_launcher_names_the_choices() -> None:
-    with pytest.raises(LaunchError, match=r"unknown launcher 'k8s'.*local, docker, external"):
+    with pytest.raises(
+        LaunchError, match=r"unknown launcher 'k8s'.*local, docker, external, kafka"
+    ):
         get_launcher("k8s")
 
 

@@ -1,0 +1,1 @@
+"""Apache Kafka as the cluster under test (``--launcher kafka``)."""

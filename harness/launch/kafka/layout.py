@@ -1,0 +1,335 @@
+"""An Apache Kafka cluster's plan: node ids and roles, ports, and each node's
+``server.properties``.
+
+Roles. A scenario says ``brokers: N, coordinators: M``. Kafka has brokers and KRaft
+controllers; its transaction and group coordinators live on the brokers. The mapping:
+
+* brokers keep ids ``1..N`` (as the project's brokers do);
+* ``M >= 1``: M dedicated KRaft controllers get ids ``1001..1000+M`` (where the project's
+  coordinator nodes live), so ``kill node 1001`` and ``n1->n1001`` still name the
+  controller side of the cluster;
+* ``M == 0``: broker 1 is also the (only) controller (``process.roles=broker,controller``),
+  as the project's broker 1 then hosts the coordinator.
+
+Ports. Every port is picked free on 127.0.0.1 when the cluster is planned and kept for
+restarts. A broker has one listener per *source* of traffic, so that the harness can put
+a proxy on every link:
+
+* ``CLIENT``: clients (advertised: the ``client->n<B>`` proxy when proxied);
+* ``FROM_<A>`` for every broker A (itself included): broker A reaches this broker there;
+  A runs with ``inter.broker.listener.name=FROM_<A>``, so its replica fetchers,
+  transaction marker sender and verification requests use this broker's ``FROM_<A>``
+  advertised address, the ``n<A>->n<B>`` proxy;
+* ``CONTROLLER`` (controllers only): every node lists the controllers in
+  ``controller.quorum.voters`` with the addresses *it* should use: the ``n<A>->n<C>``
+  proxies (``n<A>->n<C>.controller`` when C is also a broker, in combined mode).
+
+Settings. The scenario's settings are Kafka's own names, written to every node's
+``server.properties``; ``transaction.version`` goes to the storage format instead
+(``--feature``). What the launcher owns (listeners, ids, directories) and the project's
+own settings (``txnchaos.*``) are refused with a line naming them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import LaunchError
+
+CONTROLLER_ID_BASE = 1001
+LAYOUT_FILE = "kafka-cluster.json"
+#: a setting that is a feature level given to the storage format, not a server property
+TRANSACTION_VERSION = "transaction.version"
+
+#: server.properties keys the launcher writes itself
+OWNED = frozenset(
+    {
+        "node.id",
+        "broker.id",
+        "process.roles",
+        "listeners",
+        "advertised.listeners",
+        "listener.security.protocol.map",
+        "inter.broker.listener.name",
+        "controller.listener.names",
+        "controller.quorum.voters",
+        "controller.quorum.bootstrap.servers",
+        "log.dirs",
+        "log.dir",
+        "zookeeper.connect",
+        "metadata.log.dir",
+    }
+)
+#: the project's settings that have no Apache Kafka counterpart, with what to do instead
+NOT_KAFKA = {
+    "listener.security.protocol": "the kafka launcher runs PLAINTEXT listeners only",
+    "sasl.jaas.config": "the kafka launcher runs PLAINTEXT listeners only",
+    "sasl.enabled.mechanisms": "the kafka launcher runs PLAINTEXT listeners only",
+}
+
+
+def settings_problem(name: str) -> str | None:
+    """Why ``name`` cannot be set on an Apache Kafka node, or None."""
+    if name.startswith("txnchaos."):
+        what = "a bug switch" if name.startswith("txnchaos.bug.") else "a setting"
+        return (
+            f"{name} is {what} of the project's own cluster; Apache Kafka has no such "
+            "setting (the local and docker launchers run the project's cluster)"
+        )
+    if name in OWNED:
+        return f"{name} is set by the kafka launcher itself (ids, listeners, directories)"
+    if name in NOT_KAFKA:
+        return f"{name}: {NOT_KAFKA[name]}"
+    return None
+
+
+def split_settings(pairs: list[str]) -> tuple[dict[str, str], int | None]:
+    """``KEY=VALUE`` pairs -> (server properties, transaction.version or None); a
+    :class:`LaunchError` naming the first setting Kafka cannot take."""
+    props: dict[str, str] = {}
+    tv: int | None = None
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        name = name.strip()
+        if not sep or not name:
+            raise LaunchError(f"expected KEY=VALUE, got {pair!r}")
+        problem = settings_problem(name)
+        if problem:
+            raise LaunchError(problem)
+        if name == TRANSACTION_VERSION:
+            if value.strip() not in ("0", "1", "2"):
+                raise LaunchError(f"transaction.version: expected 0, 1 or 2, got {value!r}")
+            tv = int(value)
+            continue
+        props[name] = value
+    return props, tv
+
+
+@dataclass
+class KafkaNode:
+    """One JVM: its id, roles and ports on 127.0.0.1 (0: not picked yet)."""
+
+    id: int
+    roles: list[str]  # "broker" and/or "controller"
+    client_port: int = 0  # CLIENT listener (brokers)
+    peer_ports: dict[int, int] = field(default_factory=dict)  # FROM_<source> listeners
+    controller_port: int = 0  # CONTROLLER listener (controllers)
+    metrics_port: int = 0  # the JMX exporter's HTTP endpoint (brokers)
+
+    @property
+    def is_broker(self) -> bool:
+        return "broker" in self.roles
+
+    @property
+    def is_controller(self) -> bool:
+        return "controller" in self.roles
+
+    @property
+    def role(self) -> str:
+        """As :class:`~..base.NodeInfo` says it: broker, controller or broker+controller."""
+        return "+".join(self.roles)
+
+    @property
+    def port(self) -> int:
+        """The node's main port: clients' for a broker, the controller's otherwise."""
+        return self.client_port if self.is_broker else self.controller_port
+
+    def all_ports(self) -> list[int]:
+        ports = [self.client_port, self.controller_port, self.metrics_port]
+        return [p for p in [*ports, *self.peer_ports.values()] if p]
+
+
+@dataclass
+class Addressing:
+    """Where one node's traffic goes (proxies when proxied; None: the real address).
+
+    ``client``: what this broker advertises on CLIENT; ``from_peer[A]``: what it advertises
+    on ``FROM_<A>``; ``voters[C]``: the address this node uses for controller C."""
+
+    client: tuple[str, int] | None = None
+    from_peer: dict[int, tuple[str, int]] = field(default_factory=dict)
+    voters: dict[int, tuple[str, int]] = field(default_factory=dict)
+
+
+@dataclass
+class KafkaLayout:
+    """The plan of a cluster, saved as ``DATA_DIR/kafka-cluster.json`` for restarts."""
+
+    version: str
+    brokers: int
+    controllers: int  # dedicated controllers (0: broker 1 is also the controller)
+    cluster_id: str = ""
+    settings: list[str] = field(default_factory=list)
+    nodes: list[KafkaNode] = field(default_factory=list)
+    zookeeper_port: int = 0  # releases before KRaft
+
+    @classmethod
+    def plan(cls, version: str, brokers: int, controllers: int, settings: list[str]) -> KafkaLayout:
+        if brokers < 1:
+            raise LaunchError("a cluster needs at least 1 broker")
+        if controllers < 0:
+            raise LaunchError("coordinators (controllers) must be 0 or more")
+        nodes = [KafkaNode(CONTROLLER_ID_BASE + i, ["controller"]) for i in range(controllers)]
+        for b in range(1, brokers + 1):
+            roles = ["broker", "controller"] if controllers == 0 and b == 1 else ["broker"]
+            nodes.append(KafkaNode(b, roles))
+        return cls(version, brokers, controllers, settings=list(settings), nodes=nodes)
+
+    # ---- nodes ---------------------------------------------------------------------
+    def node(self, node_id: int) -> KafkaNode:
+        for n in self.nodes:
+            if n.id == node_id:
+                return n
+        ids = [n.id for n in self.nodes]
+        raise LaunchError(f"no node {node_id} in this cluster (nodes: {ids})")
+
+    @property
+    def broker_nodes(self) -> list[KafkaNode]:
+        return [n for n in self.nodes if n.is_broker]
+
+    @property
+    def controller_nodes(self) -> list[KafkaNode]:
+        return [n for n in self.nodes if n.is_controller]
+
+    def pick_ports(self, node: KafkaNode, *, fresh: bool = False) -> None:
+        """Give ``node`` free ports where it has none (``fresh``: new ones for all)."""
+        taken = {p for n in self.nodes if n is not node for p in n.all_ports()}
+
+        def pick(current: int) -> int:
+            return current if current and not fresh else free_port(taken)
+
+        if node.is_broker:
+            node.client_port = pick(node.client_port)
+            node.peer_ports = {b.id: pick(node.peer_ports.get(b.id, 0)) for b in self.broker_nodes}
+            node.metrics_port = pick(node.metrics_port)
+        if node.is_controller:
+            node.controller_port = pick(node.controller_port)
+
+    # ---- persistence ---------------------------------------------------------------
+    def save(self, data_dir: Path) -> None:
+        data_dir.mkdir(parents=True, exist_ok=True)
+        path = data_dir / LAYOUT_FILE
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(json.dumps(asdict(self), indent=2) + "\n")
+        os.replace(tmp, path)
+
+    @classmethod
+    def load(cls, data_dir: Path) -> KafkaLayout | None:
+        path = data_dir / LAYOUT_FILE
+        if not path.exists():
+            return None
+        try:
+            doc = json.loads(path.read_text())
+            nodes = [
+                KafkaNode(
+                    id=n["id"],
+                    roles=list(n["roles"]),
+                    client_port=n["client_port"],
+                    peer_ports={int(k): v for k, v in n["peer_ports"].items()},
+                    controller_port=n["controller_port"],
+                    metrics_port=n["metrics_port"],
+                )
+                for n in doc["nodes"]
+            ]
+            return cls(
+                version=doc["version"],
+                brokers=doc["brokers"],
+                controllers=doc["controllers"],
+                cluster_id=doc.get("cluster_id", ""),
+                settings=list(doc.get("settings", [])),
+                nodes=nodes,
+                zookeeper_port=doc.get("zookeeper_port", 0),
+            )
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise LaunchError(f"{path} is not a valid Apache Kafka cluster layout: {exc}") from exc
+
+
+def free_port(taken: set[int] | None = None) -> int:
+    """A port nothing listens on now (the kernel's pick), not among ``taken``."""
+    for _ in range(50):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.bind(("127.0.0.1", 0))
+            port = int(s.getsockname()[1])
+        if not taken or port not in taken:
+            return port
+    raise LaunchError("no free port found on 127.0.0.1")
+
+
+def _hostport(address: tuple[str, int]) -> str:
+    return f"{address[0]}:{address[1]}"
+
+
+def server_properties(
+    layout: KafkaLayout,
+    node: KafkaNode,
+    data: Path,
+    addressing: Addressing | None,
+    *,
+    kraft: bool = True,
+) -> str:
+    """The ``server.properties`` of ``node`` (``data``: its log directory)."""
+    addr = addressing or Addressing()
+    props: dict[str, Any] = {}
+    listeners: list[str] = []
+    advertised: list[str] = []
+    protocols: list[str] = []
+    if node.is_broker:
+        listeners.append(f"CLIENT://127.0.0.1:{node.client_port}")
+        advertised.append(f"CLIENT://{_hostport(addr.client or ('127.0.0.1', node.client_port))}")
+        protocols.append("CLIENT:PLAINTEXT")
+        for source, port in sorted(node.peer_ports.items()):
+            name = f"FROM_{source}"
+            listeners.append(f"{name}://127.0.0.1:{port}")
+            shown = addr.from_peer.get(source) or ("127.0.0.1", port)
+            advertised.append(f"{name}://{_hostport(shown)}")
+            protocols.append(f"{name}:PLAINTEXT")
+        props["inter.broker.listener.name"] = f"FROM_{node.id}"
+    if kraft:
+        roles = ",".join(r for r in ("broker", "controller") if r in node.roles)
+        props["process.roles"] = roles
+        props["node.id"] = node.id
+        if node.is_controller:
+            listeners.append(f"CONTROLLER://127.0.0.1:{node.controller_port}")
+        protocols.append("CONTROLLER:PLAINTEXT")  # brokers too: they reach controllers there
+        voters = []
+        for c in layout.controller_nodes:
+            if c.id == node.id:
+                where: tuple[str, int] = ("127.0.0.1", c.controller_port)
+            else:
+                where = addr.voters.get(c.id) or ("127.0.0.1", c.controller_port)
+            voters.append(f"{c.id}@{_hostport(where)}")
+        props["controller.quorum.voters"] = ",".join(voters)
+        props["controller.listener.names"] = "CONTROLLER"
+    else:
+        props["broker.id"] = node.id
+        props["zookeeper.connect"] = f"127.0.0.1:{layout.zookeeper_port}"
+    props["listeners"] = ",".join(listeners)
+    if advertised:
+        props["advertised.listeners"] = ",".join(advertised)
+    props["listener.security.protocol.map"] = ",".join(protocols)
+    props["log.dirs"] = str(data)
+    # Defaults fitting a small test cluster (a scenario's settings override them).
+    replicas = min(3, layout.brokers)
+    defaults: dict[str, Any] = {
+        "offsets.topic.replication.factor": replicas,
+        "transaction.state.log.replication.factor": replicas,
+        "transaction.state.log.min.isr": 1,
+        "group.initial.rebalance.delay.ms": 100,  # the project's nodes' default
+        "num.partitions": 1,
+    }
+    server, _tv = split_settings(layout.settings)
+    out = [f"# txnchaos: node {node.id} ({node.role}) of Apache Kafka {layout.version}"]
+    for key, value in {**props, **defaults, **server}.items():
+        out.append(f"{key}={_render(value)}")
+    return "\n".join(out) + "\n"
+
+
+def _render(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value).replace("\n", " ")

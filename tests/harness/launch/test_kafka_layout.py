@@ -1,0 +1,109 @@
+"""The Apache Kafka launcher's plan (no JVM started): ids and roles, one listener per
+source of traffic, settings passed through or refused with their name."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from txnchaos.harness.launch.errors import LaunchError
+from txnchaos.harness.launch.kafka.layout import (
+    Addressing,
+    KafkaLayout,
+    server_properties,
+    split_settings,
+)
+from txnchaos.harness.launch.kafka.release import KafkaRelease, java_problem
+
+
+def props(text: str) -> dict[str, str]:
+    out = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            key, _, value = line.partition("=")
+            out[key] = value
+    return out
+
+
+def planned(brokers: int, controllers: int, settings: list[str] | None = None) -> KafkaLayout:
+    layout = KafkaLayout.plan("4.4.0", brokers, controllers, settings or [])
+    for node in layout.nodes:
+        layout.pick_ports(node)
+    return layout
+
+
+def test_brokers_keep_their_ids_and_controllers_take_the_coordinators_ids() -> None:
+    layout = planned(2, 1)
+    assert [(n.id, n.role) for n in layout.nodes] == [
+        (1001, "controller"),
+        (1, "broker"),
+        (2, "broker"),
+    ]
+    combined = planned(3, 0)
+    assert [(n.id, n.role) for n in combined.nodes] == [
+        (1, "broker+controller"),
+        (2, "broker"),
+        (3, "broker"),
+    ]
+    ports = [p for n in layout.nodes for p in n.all_ports()]
+    assert len(ports) == len(set(ports)) and all(ports)
+
+
+def test_each_broker_has_a_listener_per_source_advertised_at_its_proxy(tmp_path: Path) -> None:
+    layout = planned(2, 1, ["transaction.max.timeout.ms=60000", "transaction.version=0"])
+    b1 = layout.node(1)
+    addressing = Addressing(
+        client=("127.0.0.1", 5000),
+        from_peer={1: ("127.0.0.1", 5011), 2: ("127.0.0.1", 5021)},
+        voters={1001: ("127.0.0.1", 5101)},
+    )
+    p = props(server_properties(layout, b1, tmp_path, addressing))
+    assert p["process.roles"] == "broker" and p["node.id"] == "1"
+    assert p["inter.broker.listener.name"] == "FROM_1"
+    assert p["listeners"] == (
+        f"CLIENT://127.0.0.1:{b1.client_port},FROM_1://127.0.0.1:{b1.peer_ports[1]},"
+        f"FROM_2://127.0.0.1:{b1.peer_ports[2]}"
+    )
+    assert p["advertised.listeners"] == (
+        "CLIENT://127.0.0.1:5000,FROM_1://127.0.0.1:5011,FROM_2://127.0.0.1:5021"
+    )
+    assert p["controller.quorum.voters"] == "1001@127.0.0.1:5101"
+    assert p["transaction.max.timeout.ms"] == "60000"
+    assert "transaction.version" not in p  # a feature level given to the storage format
+    assert p["transaction.state.log.replication.factor"] == "2"
+    controller = props(server_properties(layout, layout.node(1001), tmp_path, Addressing()))
+    assert controller["process.roles"] == "controller"
+    port = layout.node(1001).controller_port
+    assert controller["controller.quorum.voters"] == f"1001@127.0.0.1:{port}"
+    assert "advertised.listeners" not in controller
+
+
+def test_settings_kafka_cannot_take_are_refused_by_name() -> None:
+    assert split_settings(["a.b=1", "transaction.version=2"]) == ({"a.b": "1"}, 2)
+    with pytest.raises(LaunchError, match=r"txnchaos\.bug\.skip-markers is a bug switch"):
+        split_settings(["txnchaos.bug.skip-markers=true"])
+    with pytest.raises(LaunchError, match="listeners is set by the kafka launcher"):
+        split_settings(["listeners=PLAINTEXT://:9092"])
+    with pytest.raises(LaunchError, match="PLAINTEXT listeners only"):
+        split_settings(["listener.security.protocol=SASL_PLAINTEXT"])
+    with pytest.raises(LaunchError, match=r"transaction\.version: expected 0, 1 or 2"):
+        split_settings(["transaction.version=3"])
+
+
+def test_layout_survives_a_save(tmp_path: Path) -> None:
+    layout = planned(2, 2, ["x=1"])
+    layout.cluster_id = "abc"
+    layout.save(tmp_path)
+    assert KafkaLayout.load(tmp_path) == layout
+
+
+def test_releases() -> None:
+    r = KafkaRelease.parse("4.4.0")
+    assert r.kraft and r.has_transaction_version and r.min_java == 17
+    old = KafkaRelease.parse("2.8.2")
+    assert not old.kraft and not old.has_transaction_version
+    assert java_problem(r, 11) == "Apache Kafka 4.4.0 needs Java 17 or newer (this is Java 11)"
+    assert java_problem(r, 17) is None
+    with pytest.raises(LaunchError, match="expects a release such as"):
+        KafkaRelease.parse("4.x")

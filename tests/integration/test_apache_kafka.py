@@ -1,0 +1,323 @@
+"""Apache Kafka as the cluster under test (``--launcher kafka``): its real release, fetched
+from Maven Central into the cache once (the first test to need it fetches it), started as
+JVMs behind the fault proxies, driven by librdkafka.
+
+One cluster (2 brokers, 1 KRaft controller, transaction.version 2) serves the module;
+tests that need their own cluster say so."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.request import urlopen
+
+import pytest
+import yaml
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
+
+from tests.harness.launch.helpers import create_topic, metric
+from txnchaos.harness.launch.base import ClusterSpec
+from txnchaos.harness.launch.kafka.launcher import KafkaHandle, KafkaLauncher
+from txnchaos.harness.launch.kafka.release import DEFAULT_VERSION
+from txnchaos.harness.launch.probe import brokers_seen
+from txnchaos.harness.workload.final_read import list_ends
+
+pytestmark = [pytest.mark.integration, pytest.mark.kafka]
+
+WAIT_S = 60.0
+BROKER_LINKS = ["n1->n1", "n1->n2", "n2->n1", "n2->n2"]
+
+
+def alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def wait_for(condition: object, timeout: float = WAIT_S, what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():  # type: ignore[operator]
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+@pytest.fixture(scope="module")
+def kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaHandle]:
+    run_dir = tmp_path_factory.mktemp("apache-kafka")
+    handle = KafkaLauncher().start(
+        ClusterSpec(
+            brokers=2,
+            coordinators=1,
+            settings=["transaction.version=2", "transaction.max.timeout.ms=60000"],
+            seed=1,
+        ),
+        run_dir,
+    )
+    yield handle
+    handle.stop()
+
+
+def producer(bootstrap: str, tid: str | None = None) -> Producer:
+    conf = {"bootstrap.servers": bootstrap, "transactional.id": tid or f"tx-{uuid.uuid4().hex[:8]}"}
+    p = Producer(conf)
+    p.init_transactions(WAIT_S)
+    return p
+
+
+def read_committed(bootstrap: str, topic: str, partitions: int, count: int) -> list[bytes]:
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"g-{uuid.uuid4().hex[:8]}",
+            "isolation.level": "read_committed",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
+    try:
+        consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+        got: list[bytes] = []
+        deadline = time.monotonic() + WAIT_S
+        while len(got) < count and time.monotonic() < deadline:
+            for msg in consumer.consume(100, 0.2):
+                if msg.error() is None:
+                    got.append(msg.value())
+        # nothing more arrives (an aborted record would show up here)
+        got += [m.value() for m in consumer.consume(100, 1.0) if m.error() is None]
+        return got
+    finally:
+        consumer.close()
+
+
+def test_transactions_commit_and_abort_through_the_proxies(kafka: KafkaHandle) -> None:
+    info = kafka.describe()
+    assert info["flavour"] == "apache-kafka" and info["version"] == DEFAULT_VERSION
+    assert info["transaction_version"] == 2
+    assert {n["id"]: n["role"] for n in info["nodes"]} == {
+        1001: "controller",
+        1: "broker",
+        2: "broker",
+    }
+    # a proxy on every link: clients, broker->broker (itself included), node->controller
+    assert set(kafka.links) == {
+        "client->n1",
+        "client->n2",
+        *BROKER_LINKS,
+        "n1->n1001",
+        "n2->n1001",
+    }
+    # clients only ever learn proxy addresses
+    proxies = {info["links"][f"client->n{b}"]["listen"] for b in (1, 2)}
+    brokers = AdminClient({"bootstrap.servers": kafka.bootstrap}).list_topics(timeout=WAIT_S)
+    assert {f"{b.host}:{b.port}" for b in brokers.brokers.values()} == proxies
+
+    topic = create_topic(kafka.bootstrap, partitions=2)
+    p = producer(kafka.bootstrap)
+    p.begin_transaction()
+    for i in range(4):
+        p.produce(topic, f"committed-{i}".encode(), partition=i % 2)
+    p.commit_transaction(WAIT_S)
+    p.begin_transaction()
+    p.produce(topic, b"aborted", partition=0)
+    p.flush(WAIT_S)  # the aborted record reaches the log: read_committed must skip it
+    p.abort_transaction(WAIT_S)
+    got = read_committed(kafka.bootstrap, topic, 2, 4)
+    assert sorted(got) == [f"committed-{i}".encode() for i in range(4)]
+
+    # broker->broker and broker->controller traffic went through the proxies
+    fleet = kafka.fleet
+    assert fleet is not None
+    stats = fleet.call(
+        lambda: {n: link.stats.connections_total for n, link in fleet.fleet.links.items()}
+    )
+    assert stats["n1->n1001"] > 0 and stats["n2->n1001"] > 0, stats
+    assert stats["n1->n2"] + stats["n2->n1"] > 0, stats
+
+
+def test_a_rule_on_broker_links_holds_kafkas_write_txn_markers(kafka: KafkaHandle) -> None:
+    """A delay on WriteTxnMarkers between brokers keeps a committed transaction's records
+    unstable (LSO behind the high watermark) until the markers pass."""
+    assert kafka.fleet is not None
+    topic = create_topic(kafka.bootstrap, partitions=2)
+    p = producer(kafka.bootstrap)
+    rule = kafka.fleet.add_rule(
+        {"kind": "delay", "link": BROKER_LINKS, "api": ["WriteTxnMarkers"], "ms": 6000}
+    )
+    p.begin_transaction()
+    p.produce(topic, b"a", partition=0)
+    p.produce(topic, b"b", partition=1)
+    p.commit_transaction(WAIT_S)  # TV2: returns once the coordinator logged PrepareCommit
+
+    ends = list_ends(kafka.bootstrap, [topic])
+    assert all(e.high_watermark == 1 for e in ends), ends
+    assert any(e.lso < e.high_watermark for e in ends), ends  # the markers are held
+
+    wait_for(
+        lambda: all(e.lso == e.high_watermark == 2 for e in list_ends(kafka.bootstrap, [topic])),
+        what="the delayed markers to be written",
+    )
+    kafka.fleet.remove_rule(rule.id)
+    faults = [
+        json.loads(line) for line in (kafka.run_dir / "faults.jsonl").read_text().splitlines()
+    ]
+    delayed = [
+        f
+        for f in faults
+        if f["kind"] == "delay" and f["target"] and f["target"].get("api") == "WriteTxnMarkers"
+    ]
+    assert delayed and {f["link"] for f in delayed} <= set(BROKER_LINKS), faults
+    assert sorted(read_committed(kafka.bootstrap, topic, 2, 2)) == [b"a", b"b"]
+
+
+def test_metrics_come_from_the_jmx_exporter_under_the_nodes_names(kafka: KafkaHandle) -> None:
+    topic = create_topic(kafka.bootstrap, partitions=1)
+    p = producer(kafka.bootstrap)
+    p.begin_transaction()
+    p.produce(topic, b"x")
+    p.commit_transaction(WAIT_S)
+    urls = kafka.metrics_urls()
+    assert set(urls) == {1, 2}  # brokers; the controller has no transaction metrics
+    assert sum(metric(u, "kafka_server_replicamanager_produceridcount") for u in urls.values()) >= 1
+    for url in urls.values():
+        assert metric(url, "kafka_server_replicamanager_partitionswithlatetransactionscount") == 0
+    lag = "kafka_cluster_partition_laststableoffsetlag"
+    text = "".join(urlopen(u, timeout=10).read().decode() for u in urls.values())
+    assert f'{lag}{{partition="0",topic="{topic}"}}' in text
+    assert "__transaction_state" not in text  # internal topics are left out
+
+
+def test_node_faults_act_on_the_jvms(kafka: KafkaHandle) -> None:
+    pid = kafka.node(2).pid
+    assert pid is not None and alive(pid)
+    kafka.kill(2)
+    wait_for(lambda: not alive(pid), what="the killed JVM to be gone")
+    assert kafka.node(2).pid is None
+    kafka.restart(2)
+    new = kafka.node(2).pid
+    assert new is not None and new != pid and alive(new)
+    seen = brokers_seen(("127.0.0.1", kafka.node(2).port))
+    assert seen is not None and 2 in seen
+
+    kafka.pause(1)
+    one = kafka.node(1).pid
+    assert one is not None
+    wait_for(
+        lambda: Path(f"/proc/{one}/stat").read_text().rsplit(")", 1)[1].split()[0] == "T",
+        what="the paused JVM to be stopped",
+    )
+    kafka.resume(1)
+    wait_for(lambda: brokers_seen(("127.0.0.1", kafka.node(1).port)) is not None)
+
+    faults = [
+        json.loads(line) for line in (kafka.run_dir / "faults.jsonl").read_text().splitlines()
+    ]
+    logged = {(f["kind"], f["target"]["node"]) for f in faults if f["link"] is None}
+    assert {("kill", 2), ("restart", 2), ("pause", 1)} <= logged
+
+
+SCRIPT = """
+import json, sys, time
+from pathlib import Path
+from txnchaos.harness.launch.base import ClusterSpec
+from txnchaos.harness.launch.kafka.launcher import KafkaLauncher
+h = KafkaLauncher().start(ClusterSpec(brokers=1, coordinators=0, proxied=False), Path(sys.argv[1]))
+print(json.dumps([n.pid for n in h.nodes]), flush=True)
+time.sleep(600)
+"""
+
+
+def test_the_jvms_die_with_a_killed_harness(tmp_path: Path) -> None:
+    """SIGKILL leaves the harness no time to clean up: the kernel ends its JVMs (combined
+    broker+controller mode, unproxied)."""
+    harness = subprocess.Popen(
+        [sys.executable, "-c", SCRIPT, str(tmp_path / "run")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert harness.stdout is not None
+        line = harness.stdout.readline()
+        pids = json.loads(line)
+        assert len(pids) == 1 and alive(pids[0])
+        state = json.loads((tmp_path / "run" / "cluster-state.json").read_text())
+        assert state["nodes"][0]["role"] == "broker+controller"
+    finally:
+        os.kill(harness.pid, signal.SIGKILL)
+        harness.wait()
+    wait_for(lambda: not any(alive(p) for p in pids), what="the JVMs to die with the harness")
+
+
+def txnchaos(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "txnchaos.jobs.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+    )
+
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_cluster_commands_manage_an_apache_kafka_cluster(tmp_path: Path) -> None:
+    data, state = tmp_path / "data", tmp_path / "state.json"
+    up = txnchaos(
+        "cluster", "up", "--launcher", "kafka", "--brokers", "2", "--data-dir", str(data),
+        "--state", str(state), "--detach", "--set", "transaction.version=0",
+    )  # fmt: skip
+    try:
+        assert up.returncode == 0, up.stderr
+        doc = json.loads(state.read_text())
+        assert doc["flavour"] == "apache-kafka" and doc["version"] == DEFAULT_VERSION
+        pids = {n["id"]: n["pid"] for n in doc["nodes"]}
+        assert set(pids) == {1, 2} and all(alive(p) for p in pids.values())  # 1: combined
+        killed = txnchaos("cluster", "kill", "--state", str(state), "2")
+        assert killed.returncode == 0, killed.stderr
+        wait_for(lambda: not alive(pids[2]), what="broker 2 to die")
+        status = json.loads(txnchaos("cluster", "status", "--data-dir", str(data)).stdout)
+        assert {n["id"]: n["alive"] for n in status["nodes"]} == {1: True, 2: False}
+        restarted = txnchaos("cluster", "restart", "--state", str(state), "2")
+        assert restarted.returncode == 0, restarted.stderr
+        features = json.loads(txnchaos("cluster", "features", "--state", str(state)).stdout)
+        assert features["features"]["transaction.version"]["finalized"] == 0
+    finally:
+        down = txnchaos("cluster", "down", "--state", str(state))
+    assert down.returncode == 0, down.stderr
+    status = json.loads(txnchaos("cluster", "status", "--state", str(state)).stdout)
+    assert not any(n["alive"] for n in status["nodes"])
+    assert not any(alive(p) for p in pids.values())
+
+
+def test_what_apache_kafka_cannot_run_is_refused_in_one_line(tmp_path: Path) -> None:
+    bug = txnchaos(
+        "cluster", "up", "--launcher", "kafka", "--data-dir", str(tmp_path / "d"),
+        "--set", "txnchaos.bug.markers-skip=true",
+    )  # fmt: skip
+    assert bug.returncode == 2
+    assert "txnchaos.bug.markers-skip is a bug switch of the project's own cluster" in bug.stderr
+    scenario = yaml.safe_load((ROOT / "scenarios" / "smoke.yaml").read_text())
+    scenario["cluster"]["settings"]["txnchaos.bug.coordinator.load.skips.pending.markers"] = True
+    (tmp_path / "bug.yaml").write_text(yaml.safe_dump(scenario))
+    repro = txnchaos(
+        "run", str(tmp_path / "bug.yaml"), "--launcher", "kafka", "--out", str(tmp_path / "run")
+    )  # fmt: skip
+    assert repro.returncode == 2 and "cluster.settings: txnchaos.bug." in repro.stderr
+    assert not (tmp_path / "run").exists()  # refused before anything started
+    version = txnchaos("run", "scenarios/smoke.yaml", "--kafka-version", "4.4.0")
+    assert version.returncode == 2 and "--kafka-version is for the kafka launcher" in version.stderr
+    bad = txnchaos("run", "scenarios/smoke.yaml", "--launcher", "kafka", "--kafka-version", "4.x")
+    assert bad.returncode == 2 and "expected a release such as 4.4.0" in bad.stderr
