@@ -31,6 +31,8 @@ ALL_CHECKERS = {
     "torn_transaction",
     "consume_transform_produce",
     "indeterminate_commit",
+    "fenced_commit",
+    "committed_offsets",
     "hanging_transactions",
     "metrics",
     "dual_write",
