@@ -40,5 +40,10 @@ def test_bad_input_is_refused_with_a_message(args: list[str], says: str) -> None
 def test_help_explains_the_modes() -> None:
     r = run("--help")
     assert r.returncode == 0
-    for text in ("--client {ours,librdkafka,java}", "--tv {0,1,2}", "UpdateFeatures", "verification"):
+    for text in (
+        "--client {ours,librdkafka,java}",
+        "--tv {0,1,2}",
+        "UpdateFeatures",
+        "verification",
+    ):
         assert text in r.stdout
