@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -25,6 +26,7 @@ from confluent_kafka.admin import AdminClient
 
 from tests.harness.launch.helpers import create_topic, metric
 from txnchaos.harness.launch.base import ClusterSpec
+from txnchaos.harness.launch.kafka.cluster import KafkaCluster
 from txnchaos.harness.launch.kafka.launcher import KafkaHandle, KafkaLauncher
 from txnchaos.harness.launch.kafka.release import DEFAULT_VERSION
 from txnchaos.harness.launch.probe import brokers_seen
@@ -321,3 +323,21 @@ def test_what_apache_kafka_cannot_run_is_refused_in_one_line(tmp_path: Path) -> 
     assert version.returncode == 2 and "--kafka-version is for the kafka launcher" in version.stderr
     bad = txnchaos("run", "scenarios/smoke.yaml", "--launcher", "kafka", "--kafka-version", "4.x")
     assert bad.returncode == 2 and "expected a release such as 4.4.0" in bad.stderr
+
+
+def test_a_port_taken_before_the_jvm_binds_it_moves_the_node(tmp_path: Path) -> None:
+    cluster = KafkaCluster.prepare(tmp_path / "c", DEFAULT_VERSION, 1, 0, [], metrics=False)
+    moved: list[int] = []
+    cluster.on_ports_changed = lambda: moved.append(cluster.layout.node(1).client_port)
+    taken = cluster.layout.node(1).client_port
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", taken))
+        squatter.listen()
+        try:
+            cluster.up()
+            assert moved and moved[0] != taken
+            seen = brokers_seen(("127.0.0.1", cluster.layout.node(1).client_port))
+            assert seen == {1}
+            assert list((tmp_path / "c" / "node-1").glob("node.1.log"))  # the failed try's log
+        finally:
+            cluster.down()

@@ -43,6 +43,7 @@ from .layout import (
     Addressing,
     KafkaLayout,
     KafkaNode,
+    free_port,
     server_properties,
     split_settings,
 )
@@ -58,6 +59,7 @@ from .release import (
 
 FLAVOUR = "apache-kafka"
 READY_TIMEOUT_S = 120.0
+START_ATTEMPTS = 3
 STOP_TIMEOUT_S = 20.0
 #: JVM options for a node: small heaps (2 cores, several JVMs per cluster), the serial
 #: collector (the least threads and the fastest start for heaps this size)
@@ -93,6 +95,8 @@ class KafkaCluster:
     progress: Callable[[str], None] | None = None
     #: called with a node once it serves (its ports known)
     on_ready: Callable[[KafkaNode], None] | None = None
+    #: called when nodes got new ports (a port was taken before a JVM could bind it)
+    on_ports_changed: Callable[[], None] | None = None
     pids: dict[int, int | None] = field(default_factory=dict)
     _procs: dict[int, subprocess.Popen[bytes]] = field(default_factory=dict)
     _lib: Path | None = None
@@ -108,10 +112,13 @@ class KafkaCluster:
         brokers: int,
         controllers: int,
         settings: list[str],
+        *,
+        ports: bool = True,
         **options: Any,
     ) -> KafkaCluster:
         """The cluster in ``data_dir``, planned anew or as saved there (same sizes and
-        release required); checks Java and the settings, fetches the release if needed."""
+        release required); checks Java and the settings. ``ports``: pick the nodes' ports
+        now (False: the caller calls :meth:`pick_ports` once its own listeners are bound)."""
         release = KafkaRelease.parse(version)
         split_settings(settings)  # refuse what Kafka cannot take before anything starts
         data_dir = data_dir.resolve()
@@ -145,15 +152,19 @@ class KafkaCluster:
             )
         cluster = cls(data_dir, layout, release, **options)
         cluster.check_java()
-        for node in layout.nodes:
-            layout.pick_ports(node)
-        if not release.kraft and not layout.zookeeper_port:
-            from .layout import free_port
-
-            layout.zookeeper_port = free_port({p for n in layout.nodes for p in n.all_ports()})
-        layout.save(data_dir)
+        if ports:
+            cluster.pick_ports()
         cluster.pids = {n.id: None for n in layout.nodes}
         return cluster
+
+    def pick_ports(self, nodes: list[KafkaNode] | None = None) -> None:
+        """Free ports for the nodes that have none (``nodes``: new ones for those), saved."""
+        for node in self.layout.nodes:
+            self.layout.pick_ports(node, fresh=nodes is not None and node in nodes)
+        if not self.release.kraft and not self.layout.zookeeper_port:
+            taken = {p for n in self.layout.nodes for p in n.all_ports()}
+            self.layout.zookeeper_port = free_port(taken)
+        self.layout.save(self.data_dir)
 
     def check_java(self) -> None:
         java = java_binary()
@@ -275,22 +286,42 @@ class KafkaCluster:
             time.sleep(0.2)
 
     def up(self) -> None:
-        """Format what is new, start every node (controllers first); return once all serve."""
-        try:
-            if not self.release.kraft:
-                self._start_zookeeper()
-            else:
-                for node in self.layout.nodes:
-                    self._format(node)
-            controllers = [n for n in self.layout.nodes if n.is_controller and not n.is_broker]
-            for node in self.layout.nodes:  # start together: the quorum forms as they come
-                self._spawn(node)
-            self._wait_ready(controllers)
-            self._wait_ready(self.layout.broker_nodes)
-            self.layout.save(self.data_dir)
-        except BaseException:
-            self.down()
-            raise
+        """Format what is new, start every node (controllers first); return once all serve.
+
+        A port picked free may be taken by another process before the JVM binds it: a node
+        that fails to bind gets new ports (``on_ports_changed`` is told, so proxies follow)
+        and the whole cluster starts again (its configs name each other's ports), up to
+        :data:`START_ATTEMPTS` times."""
+        for attempt in range(1, START_ATTEMPTS + 1):
+            try:
+                self._up_once()
+                return
+            except LaunchError:
+                taken = [n for n in self.layout.nodes if _bind_failed(self.log_path(n))]
+                self.down()
+                if not taken or attempt == START_ATTEMPTS:
+                    raise
+                for node in taken:  # the failed attempt's log says why it moved
+                    self.log_path(node).rename(self.log_path(node).with_suffix(f".{attempt}.log"))
+                self.pick_ports(taken)
+                if self.on_ports_changed is not None:
+                    self.on_ports_changed()
+            except BaseException:
+                self.down()
+                raise
+
+    def _up_once(self) -> None:
+        if not self.release.kraft:
+            self._start_zookeeper()
+        else:
+            for node in self.layout.nodes:
+                self._format(node)
+        controllers = [n for n in self.layout.nodes if n.is_controller and not n.is_broker]
+        for node in self.layout.nodes:  # start together: the quorum forms as they come
+            self._spawn(node)
+        self._wait_ready(controllers)
+        self._wait_ready(self.layout.broker_nodes)
+        self.layout.save(self.data_dir)
 
     # ---- node faults ---------------------------------------------------------------
     def alive(self, node_id: int) -> bool:
@@ -365,12 +396,13 @@ class KafkaCluster:
         try:
             self._wait_ready([node])
         except LaunchError:
-            if self._procs[node.id].poll() is None or "Address already in use" not in _tail(
-                self.log_path(node), 200
-            ):
+            if self._procs[node.id].poll() is None or not _bind_failed(self.log_path(node)):
                 raise
-            self.layout.pick_ports(node, fresh=True)
-            self.layout.save(self.data_dir)
+            self._reap(node.id)
+            self.log_path(node).rename(self.log_path(node).with_suffix(".bind-failed.log"))
+            self.pick_ports([node])
+            if self.on_ports_changed is not None:
+                self.on_ports_changed()
             self._spawn(node)
             self._wait_ready([node])
 
@@ -496,6 +528,11 @@ def _zookeeper_ok(port: int) -> bool:
             return s.recv(4) == b"imok"
     except OSError:
         return False
+
+
+def _bind_failed(log: Path) -> bool:
+    """Whether a node's log says it could not bind one of its ports."""
+    return "Address already in use" in _tail(log, 400)
 
 
 def _java_error(output: str) -> str:

@@ -51,13 +51,14 @@ class KafkaMesh:
     """The proxies of one Kafka cluster: links by name, each to one listener of a node."""
 
     def __init__(self, layout: KafkaLayout, run_dir: Path, seed: int | str | None) -> None:
+        """Every link of ``layout``'s nodes, listening, with no upstream yet: made before the
+        nodes' ports are picked, so that no proxy takes a port a node was given."""
         self.layout = layout
         self.fleet = FleetThread(fault_log=run_dir, seed=seed)
         self.addresses: dict[str, tuple[str, int]] = {}
         try:
-            for name, port in self._upstreams().items():
-                link = self.fleet.add_link(name, ("127.0.0.1", port))
-                self.addresses[name] = link.address
+            for name in self._upstreams():
+                self.addresses[name] = self.fleet.add_link(name, None).address
         except BaseException:
             self.fleet.close()
             raise
@@ -70,7 +71,7 @@ class KafkaMesh:
             out[link_name("client", b.id)] = b.client_port
         for a in brokers:
             for b in brokers:
-                out[link_name(a.id, b.id)] = b.peer_ports[a.id]
+                out[link_name(a.id, b.id)] = b.peer_ports.get(a.id, 0)
         for a in self.layout.nodes:
             for c in self.layout.controller_nodes:
                 if a.id != c.id:
@@ -96,12 +97,31 @@ class KafkaMesh:
         return out
 
     def repoint(self) -> None:
-        """Point every link at its listener again (a restarted node may have new ports)."""
+        """Point every link at its listener (again: a node may have got new ports)."""
         links = self.fleet.fleet.links
         for name, port in self._upstreams().items():
             link = links[name]
-            if link.upstream != ("127.0.0.1", port):
+            if port and link.upstream != ("127.0.0.1", port):
                 self.fleet.call(link.set_upstream, "127.0.0.1", port)
+
+
+#: Kafka's defaults of the settings that bound how long a node waits on a silent peer
+RECOVERY_SETTINGS = {"request.timeout.ms": 30_000, "replica.lag.time.max.ms": 30_000}
+
+
+def lost_request_recovery_ms(settings: list[str]) -> int:
+    """How long a node may wait on a request lost on a live connection before it retries
+    (the inter-broker clients' request.timeout.ms; a follower whose fetch answer was lost is
+    dropped from the ISR after replica.lag.time.max.ms): the LSO-stall rule's allowance for
+    such a loss (analysis/reference/hanging.py)."""
+    given = dict(pair.partition("=")[::2] for pair in settings)
+    out = 0
+    for key, default in RECOVERY_SETTINGS.items():
+        try:
+            out = max(out, int(given.get(key, default)))
+        except ValueError:
+            out = max(out, default)
+    return out
 
 
 class KafkaHandle(ClusterHandle):
@@ -158,9 +178,7 @@ class KafkaHandle(ClusterHandle):
             raise LaunchError(f"node {node_id} is not running; nothing to resume")
 
     def _restart(self, node_id: int) -> None:
-        self.cluster.restart_node(node_id)
-        if self.mesh is not None:
-            self.mesh.repoint()
+        self.cluster.restart_node(node_id)  # new ports, if any: on_ports_changed repoints
         self.write_state()
 
     def _stop(self) -> None:
@@ -175,6 +193,7 @@ class KafkaHandle(ClusterHandle):
             "state_file": str(self.run_dir / STATE_FILE),
             "mode": "kraft" if self.cluster.release.kraft else "zookeeper",
             "metrics_unavailable": dict(UNAVAILABLE) if self.cluster.metrics else {},
+            "lost_request_recovery_ms": lost_request_recovery_ms(self.cluster.layout.settings),
         }
 
 
@@ -197,6 +216,7 @@ class KafkaLauncher:
             spec.brokers,
             spec.coordinators,
             list(spec.settings),
+            ports=not spec.proxied,
         )
         handle = KafkaHandle(run_dir, spec, cluster)
         try:
@@ -204,7 +224,10 @@ class KafkaLauncher:
                 mesh = KafkaMesh(cluster.layout, run_dir, spec.seed)
                 handle.mesh = mesh
                 handle.fleet = mesh.fleet
+                cluster.pick_ports()
+                mesh.repoint()
                 cluster.addressing = mesh.addressing()
+                cluster.on_ports_changed = mesh.repoint
             cluster.up()
             handle.write_state()
         except BaseException:

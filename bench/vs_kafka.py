@@ -1,0 +1,246 @@
+"""Our cluster against Apache Kafka: same machine, same run, same client.
+
+Both clusters run side by side, each 2 brokers and 1 coordinator-side node (ours: a
+coordinator node; Apache Kafka: a KRaft controller, its transaction coordinators on the
+brokers), both at their default transaction.version (2), no proxies. The phases alternate
+between the clusters, ``--rounds`` times over, and each figure is the median of the
+rounds, so both see the machine's load of the moment:
+
+* committed transactions/s with 1 and with 8 transactional producers, and their commit
+  latency p50/p99 (``bench/transactions.py``'s producer: 10 x 100 B records per
+  transaction over the topic's 6 partitions, ``commit_transaction`` timed);
+* idempotent produce records/s: one producer (acks=all, lz4, 100 B records) writing
+  ``--records`` records to one partition, as ``bench/produce_consume.py``.
+
+Each phase also reports the CPU the cluster's processes used per transaction (or per 1,000
+records), from /proc: steadier than rates on a shared machine, and what explains a gap.
+
+Clients. ``--clients librdkafka`` (the default) is the only one today. The Java client's
+column comes from the official Java client user kind (issue 33, section 2): register its
+worker in :data:`TXN_WORKERS` under ``"java"`` (same signature as
+``transactions.run_producer``: bootstrap, transactional id, seconds, latencies list,
+partitions -> transactions committed) and ``--clients librdkafka,java`` measures both.
+
+Run: .venv/bin/python bench/vs_kafka.py [--seconds 10] [--rounds 3] [--records 300000]
+     [--kafka-version 4.4.0] [--clients librdkafka]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+from proc_cpu import cpu_times  # bench/ is sys.path[0] as a script
+from transactions import RECORDS_PER_TXN, TOPIC, run_producer
+
+from txnchaos.harness.launch.kafka.cluster import KafkaCluster
+from txnchaos.harness.launch.kafka.release import DEFAULT_VERSION
+from txnchaos.harness.launch.local import LocalCluster
+
+PARTITIONS = 6
+PRODUCE_TOPIC = "bench-produce"
+TxnWorker = Callable[[str, str, float, list[float], int], int]
+#: the transactional producer of each client column (see the module docstring: "java")
+TXN_WORKERS: dict[str, TxnWorker] = {"librdkafka": run_producer}
+
+
+class Target:
+    """One cluster under measurement: its bootstrap and the PIDs of its processes."""
+
+    def __init__(self, name: str, bootstrap: str, pids: list[int], stop: Callable[[], None]):
+        self.name = name
+        self.bootstrap = bootstrap
+        self.pids = pids
+        self.stop = stop
+
+    def cpu(self) -> float:
+        total = 0.0
+        for pid in self.pids:
+            times = cpu_times(pid)
+            if times is None:
+                raise SystemExit(f"cannot read /proc/{pid}/stat of {self.name}")
+            total += sum(times)
+        return total
+
+
+def start_ours(root: Path) -> Target:
+    cluster = LocalCluster.prepare(root / "ours", 2, 1, [])
+    cluster.up()
+    state = cluster.state()
+    return Target("txnchaos", state["bootstrap"], [n["pid"] for n in state["nodes"]], cluster.down)
+
+
+def start_kafka(root: Path, version: str) -> Target:
+    cluster = KafkaCluster.prepare(root / "kafka", version, 2, 1, [], metrics=False)
+    cluster.up()
+    state = cluster.state()
+    pids = [n["pid"] for n in state["nodes"]]
+    return Target(f"apache-kafka {version}", state["bootstrap"], pids, cluster.down)
+
+
+def create_topics(bootstrap: str) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    wanted = [NewTopic(TOPIC, PARTITIONS, 1), NewTopic(PRODUCE_TOPIC, 1, 1)]
+    for f in admin.create_topics(wanted).values():
+        f.result(60)
+
+
+def transactions(
+    target: Target, worker: TxnWorker, producers: int, seconds: float, label: str
+) -> dict[str, float]:
+    latencies: list[list[float]] = [[] for _ in range(producers)]
+    counts = [0] * producers
+
+    def work(i: int) -> None:
+        txn_id = f"vs-{label}-{producers}-{i}-{time.monotonic_ns()}"
+        counts[i] = worker(target.bootstrap, txn_id, seconds, latencies[i], PARTITIONS)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(producers)]
+    cpu0 = target.cpu()
+    started = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    elapsed = time.perf_counter() - started
+    merged = sorted(x for lat in latencies for x in lat)
+    total = max(sum(counts), 1)
+    return {
+        "rate": sum(counts) / elapsed,
+        "p50": statistics.median(merged) * 1000,
+        "p99": merged[min(len(merged) - 1, int(len(merged) * 0.99))] * 1000,
+        "cpu_ms": (target.cpu() - cpu0) * 1000 / total,
+    }
+
+
+def produce(target: Target, records: int) -> dict[str, float]:
+    producer = Producer(
+        {
+            "bootstrap.servers": target.bootstrap,
+            "enable.idempotence": True,
+            "acks": "all",
+            "compression.type": "lz4",
+            "linger.ms": 5,
+            "batch.size": 1_000_000,
+            "queue.buffering.max.messages": 1_000_000,
+        }
+    )
+    payload = os.urandom(50).hex().encode()
+    producer.produce(PRODUCE_TOPIC, payload, partition=0)  # connect, metadata, producer id
+    assert producer.flush(60) == 0
+    cpu0 = target.cpu()
+    started = time.perf_counter()
+    for _ in range(records):
+        while True:
+            try:
+                producer.produce(PRODUCE_TOPIC, payload, partition=0)
+                break
+            except BufferError:
+                producer.poll(0.001)
+    if producer.flush(300):
+        raise SystemExit(f"{target.name}: records not acknowledged in 300 s")
+    elapsed = time.perf_counter() - started
+    return {"rate": records / elapsed, "cpu_ms": (target.cpu() - cpu0) * 1e6 / records}
+
+
+def median(rows: list[dict[str, float]], key: str) -> float:
+    return statistics.median(r[key] for r in rows)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--seconds", type=float, default=10.0, help="seconds per phase")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--records", type=int, default=300_000)
+    parser.add_argument("--kafka-version", default=DEFAULT_VERSION)
+    parser.add_argument("--clients", default="librdkafka")
+    args = parser.parse_args()
+    clients = [c.strip() for c in args.clients.split(",") if c.strip()]
+    for c in clients:
+        if c not in TXN_WORKERS:
+            parser.error(
+                f"--clients {c}: no worker registered (TXN_WORKERS has {sorted(TXN_WORKERS)}; "
+                "the Java client's comes with its user kind, see this file's docstring)"
+            )
+    root = Path(tempfile.mkdtemp(prefix="txnchaos-bench-vs-kafka-"))
+    targets: list[Target] = []
+    try:
+        targets = [start_ours(root), start_kafka(root, args.kafka_version)]
+        for t in targets:
+            create_topics(t.bootstrap)
+        print(
+            f"2 brokers + 1 coordinator/controller each, TV2, unproxied; {RECORDS_PER_TXN} x 100 B "
+            f"per txn over {PARTITIONS} partitions; {os.cpu_count()} cores; "
+            f"{args.rounds} rounds of {args.seconds:g} s phases; load {os.getloadavg()[0]:.1f}"
+        )
+        results: dict[tuple[str, str], list[dict[str, float]]] = {}
+        for r in range(args.rounds):
+            for client in clients:
+                for producers in (1, 8):
+                    for t in targets if r % 2 == 0 else reversed(targets):
+                        row = transactions(
+                            t, TXN_WORKERS[client], producers, args.seconds, f"{client}{r}"
+                        )
+                        results.setdefault((t.name, f"{client} txn x{producers}"), []).append(row)
+            for t in targets if r % 2 == 0 else reversed(targets):
+                results.setdefault((t.name, "produce"), []).append(produce(t, args.records))
+            print(f"round {r + 1} done (load {os.getloadavg()[0]:.1f})", flush=True)
+        print_table(results, targets, clients)
+    finally:
+        for t in targets:
+            t.stop()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def print_table(
+    results: dict[tuple[str, str], list[dict[str, float]]],
+    targets: list[Target],
+    clients: list[str],
+) -> None:
+    ours, kafka = targets[0].name, targets[1].name
+    print(f"\n| measure | {ours} | {kafka} | ours / Kafka |")
+    print("|---|---|---|---|")
+    for client in clients:
+        for producers in (1, 8):
+            key = f"{client} txn x{producers}"
+            a, b = results[(ours, key)], results[(kafka, key)]
+            print(
+                f"| {client}, {producers} producer(s): committed txn/s | {median(a, 'rate'):,.0f} "
+                f"| {median(b, 'rate'):,.0f} | {median(a, 'rate') / median(b, 'rate'):.2f} |"
+            )
+            for q in ("p50", "p99"):
+                print(
+                    f"| {client}, {producers} producer(s): commit latency {q} (ms) | "
+                    f"{median(a, q):.1f} | {median(b, q):.1f} | {median(a, q) / median(b, q):.2f} |"
+                )
+            print(
+                f"| {client}, {producers} producer(s): cluster CPU ms per txn | "
+                f"{median(a, 'cpu_ms'):.2f} | {median(b, 'cpu_ms'):.2f} | "
+                f"{median(a, 'cpu_ms') / median(b, 'cpu_ms'):.2f} |"
+            )
+    a, b = results[(ours, "produce")], results[(kafka, "produce")]
+    print(
+        f"| idempotent produce records/s | {median(a, 'rate'):,.0f} | {median(b, 'rate'):,.0f} | "
+        f"{median(a, 'rate') / median(b, 'rate'):.2f} |"
+    )
+    print(
+        f"| idempotent produce: cluster CPU ms per 1,000 records | {median(a, 'cpu_ms'):.2f} | "
+        f"{median(b, 'cpu_ms'):.2f} | {median(a, 'cpu_ms') / median(b, 'cpu_ms'):.2f} |"
+    )
+    print("| Java client (official) | — | — | comes with its user kind (TXN_WORKERS['java']) |")
+    print(f"(load now {os.getloadavg()[0]:.1f}; medians of the rounds)")
+
+
+if __name__ == "__main__":
+    main()
