@@ -628,7 +628,7 @@ def run(
     if kafka_version is not None and (launcher or parsed.cluster.launcher) != "kafka":
         raise click.UsageError("--kafka-version is for the kafka launcher (--launcher kafka)")
     if (launcher or parsed.cluster.launcher) == "kafka":
-        _check_kafka_settings(parsed, scenario)
+        _check_runs_on_kafka(parsed, scenario, kafka_version or parsed.cluster.kafka_version)
     options = RunOptions(
         seed=seed,
         launcher=launcher,
@@ -651,15 +651,26 @@ def run(
     sys.exit(run_scenario(parsed, options))
 
 
-def _check_kafka_settings(parsed: Scenario, scenario: Path) -> None:
-    """The scenario's settings are ones Apache Kafka's nodes can take (no bug switch of the
-    project's cluster), checked before a cluster starts."""
+def _check_runs_on_kafka(parsed: Scenario, scenario: Path, version: str | None) -> None:
+    """What the scenario needs, Apache Kafka's release has: settings its nodes can take (no
+    bug switch of the project's cluster), KIP-939 recovery for dual writers; checked before a
+    cluster starts."""
     from .launch.kafka.layout import split_settings
+    from .launch.kafka.release import DEFAULT_VERSION, KafkaRelease
 
     try:
         split_settings(parsed.cluster.setting_pairs())
+        release = KafkaRelease.parse(version or DEFAULT_VERSION)
     except LaunchError as exc:
         raise InputError(f"{scenario}: cluster.settings: {exc}") from exc
+    writers = [str(u.name or u.kind) for u in parsed.workload.users if u.kind == "dual_writer"]
+    if writers and not release.recovers_prepared_transactions:
+        raise InputError(
+            f"{scenario}: dual_writer users ({', '.join(writers)}) take their prepared "
+            f"transaction back with KIP-939's InitProducerId keepPreparedTxn, which Apache Kafka "
+            f"{release} does not implement (UNSUPPORTED_VERSION; "
+            "docs/findings/kip-939-keep-prepared-txn-not-implemented.md)"
+        )
 
 
 def _check_actions_heal(parsed: Scenario, scenario: Path, duration: float | None) -> None:

@@ -319,6 +319,9 @@ def test_what_apache_kafka_cannot_run_is_refused_in_one_line(tmp_path: Path) -> 
     )  # fmt: skip
     assert repro.returncode == 2 and "cluster.settings: txnchaos.bug." in repro.stderr
     assert not (tmp_path / "run").exists()  # refused before anything started
+    dual = txnchaos("run", "scenarios/dual-write.yaml", "--launcher", "kafka")
+    assert dual.returncode == 2 and "does not implement" in dual.stderr
+    assert "kip-939-keep-prepared-txn-not-implemented.md" in dual.stderr
     version = txnchaos("run", "scenarios/smoke.yaml", "--kafka-version", "4.4.0")
     assert version.returncode == 2 and "--kafka-version is for the kafka launcher" in version.stderr
     bad = txnchaos("run", "scenarios/smoke.yaml", "--launcher", "kafka", "--kafka-version", "4.x")

@@ -321,7 +321,31 @@ class KafkaCluster:
             self._spawn(node)
         self._wait_ready(controllers)
         self._wait_ready(self.layout.broker_nodes)
+        self._warm_up()
         self.layout.save(self.data_dir)
+
+    def _warm_up(self, timeout: float = READY_TIMEOUT_S) -> None:
+        """Have Kafka create its internal topics and elect their leaders now: it makes
+        __transaction_state and __consumer_offsets (50 partitions each) on the first
+        FindCoordinator of each kind, which took 10-20 s on a loaded 2-core machine and
+        would otherwise be spent inside the run's first transactions and faults (the
+        project's nodes have their coordinator state from the start)."""
+        broker = self.layout.broker_nodes[0]
+        deadline = time.monotonic() + timeout
+        for key_type in (1, 0):  # transactions, then groups
+            while True:
+                code = probe.find_coordinator(
+                    ("127.0.0.1", broker.client_port), "txnchaos-warm-up", key_type
+                )
+                if code == 0:
+                    break
+                if time.monotonic() > deadline:
+                    what = "__transaction_state" if key_type == 1 else "__consumer_offsets"
+                    raise LaunchError(
+                        f"Apache Kafka did not make {what} ready within {timeout:.0f} s "
+                        f"(FindCoordinator error {code}); see {self.log_path(broker)}"
+                    )
+                time.sleep(0.2)
 
     # ---- node faults ---------------------------------------------------------------
     def alive(self, node_id: int) -> bool:

@@ -320,7 +320,6 @@ def server_properties(
         "transaction.state.log.replication.factor": replicas,
         "transaction.state.log.min.isr": 1,
         "group.initial.rebalance.delay.ms": 100,  # the project's nodes' default
-        "num.partitions": 1,
     }
     server, _tv = split_settings(layout.settings)
     out = [f"# txnchaos: node {node.id} ({node.role}) of Apache Kafka {layout.version}"]

@@ -35,6 +35,10 @@ DEFAULT_VERSION = "4.4.0"
 FIRST_KRAFT = (3, 3, 0)
 #: the first release whose storage tool takes ``--feature transaction.version=N``
 FIRST_TRANSACTION_VERSION = (4, 0, 0)
+#: the newest release whose KIP-939 support was checked: up to it, InitProducerId v6 is an
+#: unstable version (offered only with unstable.api.versions.enable) and keepPreparedTxn is
+#: answered UNSUPPORTED_VERSION (docs/findings/kip-939-keep-prepared-txn-not-implemented.md)
+NEWEST_WITHOUT_PREPARED_RECOVERY = (4, 4, 0)
 #: the SLF4J binding put beside the release's jars (Kafka 2.x-4.x log through SLF4J 1.7)
 SLF4J_VERSION = "1.7.36"
 JMX_EXPORTER_VERSION = "1.0.1"
@@ -72,6 +76,13 @@ class KafkaRelease:
     def has_transaction_version(self) -> bool:
         """Whether the release has the ``transaction.version`` feature (KIP-890 part 2)."""
         return self.key >= FIRST_TRANSACTION_VERSION
+
+    @property
+    def recovers_prepared_transactions(self) -> bool:
+        """Whether a KIP-939 producer can take back its prepared transaction after a crash
+        (InitProducerId keepPreparedTxn); False up to :data:`NEWEST_WITHOUT_PREPARED_RECOVERY`,
+        later releases are let try."""
+        return self.key > NEWEST_WITHOUT_PREPARED_RECOVERY
 
     @property
     def min_java(self) -> int:
