@@ -480,12 +480,20 @@ def cluster_features(
     "Kafka's own release as JVMs here (docs/apache-kafka.md).",
 )
 @click.option(
+    "--flavour",
+    type=click.Choice(["txnchaos", "apache-kafka"]),
+    default=None,
+    help="What the docker launcher runs: the project's nodes, or Apache Kafka's release in "
+    "containers (default: the scenario's cluster.flavour, else txnchaos).",
+)
+@click.option(
     "--kafka-version",
     default=None,
     metavar="X.Y.Z",
     callback=check_kafka_version,
-    help="The Apache Kafka release the kafka launcher runs (default: the scenario's "
-    "cluster.kafka_version, else 4.4.0); fetched from Maven Central on first use.",
+    help="The Apache Kafka release of --launcher kafka or --flavour apache-kafka (default: "
+    "the scenario's cluster.kafka_version, else 4.4.0); fetched from Maven Central on first "
+    "use.",
 )
 @click.option(
     "--bootstrap",
@@ -569,6 +577,7 @@ def run(
     scenario: Path,
     seed: int | None,
     launcher: str | None,
+    flavour: str | None,
     kafka_version: str | None,
     bootstrap: str | None,
     metrics_urls: dict[int, str],
@@ -625,14 +634,23 @@ def run(
             check_web_address(web_host, web_port)
         except WebAddressError as exc:
             raise InputError(str(exc)) from exc
-    if kafka_version is not None and (launcher or parsed.cluster.launcher) != "kafka":
-        raise click.UsageError("--kafka-version is for the kafka launcher (--launcher kafka)")
-    if (launcher or parsed.cluster.launcher) == "kafka":
+    where = launcher or parsed.cluster.launcher
+    what = flavour or parsed.cluster.flavour
+    if flavour is not None and where != "docker":
+        raise click.UsageError("--flavour is for the docker launcher (--launcher docker)")
+    on_kafka = where == "kafka" or (where == "docker" and what == "apache-kafka")
+    if kafka_version is not None and not on_kafka:
+        raise click.UsageError(
+            "--kafka-version is for the kafka launcher (--launcher kafka) or the docker "
+            "launcher's apache-kafka flavour"
+        )
+    if on_kafka:
         _check_runs_on_kafka(parsed, scenario, kafka_version or parsed.cluster.kafka_version)
     options = RunOptions(
         seed=seed,
         launcher=launcher,
         kafka_version=kafka_version,
+        flavour=flavour,
         bootstrap=bootstrap,
         metrics=metrics_urls or None,
         duration=duration,

@@ -136,6 +136,19 @@ else
     log "java: $(java -version 2>&1 | head -n 1)"
 fi
 
+# ---------------------------------------------------------------- maven (Apache Kafka's releases)
+# `--launcher kafka` and its tests fetch Apache Kafka's release jars from Maven Central with
+# mvn (harness/maven.py), once per release into ~/.cache/txnchaos; setpriv (util-linux) ties
+# the Kafka JVMs' lives to the harness's.
+if command -v mvn >/dev/null 2>&1; then
+    log "maven: $(mvn -v 2>/dev/null | head -n 1 | sed 's/\x1b\[[0-9;]*m//g')"
+else
+    apt_install maven
+    command -v mvn >/dev/null 2>&1 || die "mvn still missing after installing maven"
+    log "maven: $(mvn -v 2>/dev/null | head -n 1 | sed 's/\x1b\[[0-9;]*m//g')"
+fi
+command -v setpriv >/dev/null 2>&1 || apt_install util-linux
+
 # ---------------------------------------------------------------- postgresql (dual-write tests)
 # The dual-write workload's PostgreSQL adapter is tested against a real server (initdb/postgres).
 if ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then

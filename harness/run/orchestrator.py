@@ -72,6 +72,8 @@ class RunOptions:
     launcher: str | None = None
     #: the Apache Kafka release of the kafka launcher (replaces cluster.kafka_version)
     kafka_version: str | None = None
+    #: what the docker launcher runs: txnchaos or apache-kafka (replaces cluster.flavour)
+    flavour: str | None = None
     bootstrap: str | None = None
     #: an external cluster's /metrics URL per node id (replaces the scenario's cluster.metrics)
     metrics: dict[int, str] | None = None
@@ -128,6 +130,7 @@ class Orchestrator:
         self.duration = options.duration or scenario.duration
         self.launcher = options.launcher or scenario.cluster.launcher
         self.kafka_version = options.kafka_version or scenario.cluster.kafka_version
+        self.flavour = options.flavour or scenario.cluster.flavour
         self.bootstrap = options.bootstrap or scenario.cluster.bootstrap
         self.metrics_urls = dict(options.metrics or scenario.cluster.metrics)
         self.run_dir = (options.out or default_run_dir(scenario, self.seed)).resolve()
@@ -136,6 +139,13 @@ class Orchestrator:
         self.partitions = {t.name: t.partitions for t in scenario.workload.topics}
         # a SASL cluster's credentials, from the workload's client_config
         self.security = security_config(scenario.workload.client_config)
+
+    @property
+    def runs_kafka(self) -> bool:
+        """Whether the cluster is Apache Kafka's (the kafka launcher, the docker flavour)."""
+        return self.launcher == "kafka" or (
+            self.launcher == "docker" and self.flavour == "apache-kafka"
+        )
 
     # ---- the run -------------------------------------------------------------------
     def _write_scenario(self) -> None:
@@ -147,7 +157,8 @@ class Orchestrator:
                 self.seed,
                 self.duration,
                 self.launcher,
-                self.kafka_version if self.launcher == "kafka" else None,
+                self.kafka_version if self.runs_kafka else None,
+                self.flavour if self.launcher == "docker" else None,
             )
         )
 
@@ -205,6 +216,8 @@ class Orchestrator:
                 options = {"bootstrap": self.bootstrap, "metrics": self.metrics_urls}
             elif self.launcher == "kafka":
                 options = {"version": self.kafka_version}
+            elif self.launcher == "docker" and self.flavour == "apache-kafka":
+                options = {"flavour": self.flavour, "version": self.kafka_version}
             launcher = get_launcher(self.launcher, **options)
             st.handle = launcher.start(
                 ClusterSpec(

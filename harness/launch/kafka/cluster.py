@@ -44,6 +44,7 @@ from .layout import (
     KafkaLayout,
     KafkaNode,
     free_port,
+    hosts_file,
     server_properties,
     split_settings,
 )
@@ -191,9 +192,15 @@ class KafkaCluster:
     def log_path(self, node: KafkaNode) -> Path:
         return node_dir(self.data_dir, node.id) / "node.log"
 
+    def hosts_path(self, node: KafkaNode) -> Path:
+        return node_dir(self.data_dir, node.id) / "hosts"
+
     def _write_properties(self, node: KafkaNode) -> Path:
         directory = node_dir(self.data_dir, node.id)
         directory.mkdir(parents=True, exist_ok=True)
+        self.hosts_path(node).write_text(
+            hosts_file(self.layout, node, self.addressing.get(node.id))
+        )
         path = self.properties_path(node)
         text = server_properties(
             self.layout,
@@ -214,35 +221,14 @@ class KafkaCluster:
         data = node_dir(self.data_dir, node.id) / "data"
         if (data / "meta.properties").exists():
             return
-        if not self.layout.cluster_id:
-            out = self._run_tool(["kafka.tools.StorageTool", "random-uuid"])
-            self.layout.cluster_id = out.strip().splitlines()[-1].strip()
-            self.layout.save(self.data_dir)
         props = self._write_properties(node)
-        args = ["kafka.tools.StorageTool", "format", "-t", self.layout.cluster_id]
-        args += ["-c", str(props), "--ignore-formatted"]
-        _, tv = split_settings(self.layout.settings)
-        if tv is not None:
-            args += ["--feature", f"transaction.version={tv}"]
-        self._run_tool(args)
-
-    def _run_tool(self, args: list[str]) -> str:
-        cmd = self._java(args[0], *args[1:], options=("-Xmx256m", "-XX:+UseSerialGC"))
-        try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
-        except subprocess.TimeoutExpired as exc:
-            raise LaunchError(f"{args[0]} {args[1]} did not finish within 120 s") from exc
-        if proc.returncode != 0:
-            raise LaunchError(
-                f"{args[0]} {args[1]} failed (exit {proc.returncode}): "
-                f"{_java_error(proc.stdout + proc.stderr)}"
-            )
-        return proc.stdout
+        format_storage(self.lib, self.layout, props, hosts=self.hosts_path(node))
+        self.layout.save(self.data_dir)
 
     # ---- processes -----------------------------------------------------------------
     def _spawn(self, node: KafkaNode) -> subprocess.Popen[bytes]:
         props = self._write_properties(node)
-        options = [*JVM_OPTIONS, *LOG_OPTIONS]
+        options = [*JVM_OPTIONS, *LOG_OPTIONS, f"-Djdk.net.hosts.file={self.hosts_path(node)}"]
         if self.metrics and node.is_broker:
             rules = node_dir(self.data_dir, node.id) / "jmx-exporter.yaml"
             rules.write_text(EXPORTER_CONFIG)
@@ -541,6 +527,41 @@ class KafkaCluster:
             if pid is not None and not cluster.alive(node.id):
                 cluster.pids[node.id] = None
         return cluster
+
+
+def run_tool(lib: Path, args: list[str], hosts: Path | None = None) -> str:
+    """Run one of the release's tools (a main class and its arguments; ``hosts``: the hosts
+    file it resolves names with); its output."""
+    cmd = [java_binary(), "-Xmx256m", "-XX:+UseSerialGC"]
+    if hosts is not None:
+        cmd.append(f"-Djdk.net.hosts.file={hosts}")
+    cmd += ["-cp", f"{lib}/*", *args]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
+    except subprocess.TimeoutExpired as exc:
+        raise LaunchError(f"{args[0]} {args[1]} did not finish within 120 s") from exc
+    if proc.returncode != 0:
+        raise LaunchError(
+            f"{args[0]} {args[1]} failed (exit {proc.returncode}): "
+            f"{_java_error(proc.stdout + proc.stderr)}"
+        )
+    return proc.stdout
+
+
+def format_storage(
+    lib: Path, layout: KafkaLayout, properties: Path, *, hosts: Path | None = None
+) -> None:
+    """Format the log directory ``properties`` names with the release's StorageTool, for the
+    layout's cluster id (made first if it has none) and transaction.version setting."""
+    if not layout.cluster_id:
+        out = run_tool(lib, ["kafka.tools.StorageTool", "random-uuid"])
+        layout.cluster_id = out.strip().splitlines()[-1].strip()
+    args = ["kafka.tools.StorageTool", "format", "-t", layout.cluster_id]
+    args += ["-c", str(properties), "--ignore-formatted"]
+    _, tv = split_settings(layout.settings)
+    if tv is not None:
+        args += ["--feature", f"transaction.version={tv}"]
+    run_tool(lib, args, hosts)
 
 
 def _zookeeper_ok(port: int) -> bool:
