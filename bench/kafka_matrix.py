@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import subprocess
 import sys
 import time
@@ -100,6 +101,8 @@ def run_cell(
     scenario: Path, name: str, tv: int, seed: int, version: str | None, out: Path
 ) -> dict[str, Any]:
     run_dir = out / "runs" / f"{name}-tv{tv}-seed{seed}"
+    if run_dir.exists():  # left by a matrix stopped in the middle of this run
+        shutil.rmtree(run_dir)
     cmd = [
         sys.executable,
         "-m",
@@ -178,26 +181,26 @@ def main() -> int:
     if results.exists():
         done = [json.loads(line) for line in results.read_text().splitlines() if line.strip()]
     seen = {(r["scenario"], r["tv"], r["seed"]) for r in done}
+    # seed by seed over every cell, so that a matrix stopped early covers every cell alike
+    cells = []
     for scenario in [Path(s) for s in args.scenarios.split(",")]:
-        name = (
-            scenario.parent.name + "-" + scenario.stem
-            if scenario.parent.name == "nightly"
-            else scenario.stem
-        )
+        nightly = scenario.parent.name == "nightly"
+        name = f"nightly-{scenario.stem}" if nightly else scenario.stem
         for tv in [int(x) for x in args.tv.split(",")]:
-            path = variant(ROOT / scenario, tv, out)
-            for seed in seeds(args.seeds):
-                if (name, tv, seed) in seen:
-                    continue
-                row = run_cell(path, name, tv, seed, args.kafka_version, out)
-                done.append(row)
-                with results.open("a") as fh:
-                    fh.write(json.dumps(row) + "\n")
-                print(
-                    f"{name} TV{tv} seed {seed}: {row['verdict']} "
-                    f"{row['invalid_checkers'] or ''} ({row['wall_s']} s)",
-                    flush=True,
-                )
+            cells.append((name, tv, variant(ROOT / scenario, tv, out)))
+    for seed in seeds(args.seeds):
+        for name, tv, path in cells:
+            if (name, tv, seed) in seen:
+                continue
+            row = run_cell(path, name, tv, seed, args.kafka_version, out)
+            done.append(row)
+            with results.open("a") as fh:
+                fh.write(json.dumps(row) + "\n")
+            print(
+                f"{name} TV{tv} seed {seed}: {row['verdict']} "
+                f"{row['invalid_checkers'] or ''} ({row['wall_s']} s)",
+                flush=True,
+            )
     print(table(done))
     return 0 if all(r["verdict"] == "valid" for r in done) else 1
 

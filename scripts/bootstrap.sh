@@ -168,6 +168,8 @@ fi
 need=()
 command -v dockerd >/dev/null 2>&1 || need+=(docker.io)
 command -v debootstrap >/dev/null 2>&1 || need+=(debootstrap)
+# jlink makes the Apache Kafka node image's Java runtime (harness/launch/kafka/image.py)
+command -v jlink >/dev/null 2>&1 || need+=(openjdk-17-jdk-headless)
 if [ "${#need[@]}" -gt 0 ]; then
     # docker.io pulls in containerd, runc, iptables; debootstrap builds the local base image.
     apt_install "${need[@]}"

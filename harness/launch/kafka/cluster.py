@@ -228,7 +228,9 @@ class KafkaCluster:
     # ---- processes -----------------------------------------------------------------
     def _spawn(self, node: KafkaNode) -> subprocess.Popen[bytes]:
         props = self._write_properties(node)
-        options = [*JVM_OPTIONS, *LOG_OPTIONS, f"-Djdk.net.hosts.file={self.hosts_path(node)}"]
+        options = [*JVM_OPTIONS, *LOG_OPTIONS]
+        if self.release.kraft:  # the controllers' names (ZooKeeper's 3.4 client cannot take it)
+            options.append(f"-Djdk.net.hosts.file={self.hosts_path(node)}")
         if self.metrics and node.is_broker:
             rules = node_dir(self.data_dir, node.id) / "jmx-exporter.yaml"
             rules.write_text(EXPORTER_CONFIG)
@@ -442,7 +444,13 @@ class KafkaCluster:
         cmd = self._java(
             "org.apache.zookeeper.server.quorum.QuorumPeerMain",
             str(config),
-            options=("-Xmx128m", "-XX:+UseSerialGC", *LOG_OPTIONS),
+            # ZooKeeper 3.4 (Kafka < 2.4) registers log4j 1's MBeans unless told not to
+            options=(
+                "-Xmx128m",
+                "-XX:+UseSerialGC",
+                "-Dzookeeper.jmx.log4j.disable=true",
+                *LOG_OPTIONS,
+            ),
         )
         self._zookeeper = start_jvm(
             cmd, directory / "zookeeper.log", tie_to_harness=self.tie_to_harness

@@ -1,21 +1,25 @@
 """Apache Kafka's nodes in containers: ``--launcher docker --flavour apache-kafka``.
 
 The same cluster as the ``kafka`` launcher (ids, roles, one listener per source of traffic,
-:mod:`.layout`), each node a container of the release's image (:mod:`.image`, built on
-first use) on a user-defined bridge network ``txnchaos-<run>``, started with
-testcontainers-python, its data directory a bind mount of ``RUN_DIR/cluster/node-<id>``
-(formatted on the host with the release's StorageTool before the container starts; the
-container runs as the caller's uid:gid).
+controllers known by name: :mod:`.layout`), each node a container of the release's image
+(:mod:`.image`, built on first use), started with testcontainers-python, its data
+directory a bind mount of ``RUN_DIR/cluster/node-<id>`` (formatted on the host with the
+release's StorageTool before the container starts; the container runs as the caller's
+uid:gid).
 
-Inside a container the listeners have fixed ports (CLIENT 9092, CONTROLLER 9093,
-``FROM_<A>`` 9100+A, metrics 9404), published on 127.0.0.1 with ports Docker picks (new
-ones after every restart). Every link is proxied, as with the docker launcher of the
-project's nodes: the proxies listen on the network's gateway address, which the containers
-and the host reach; each node advertises its proxies, and each proxy's upstream is the
-published port of the listener it leads to (pointed again after a restart or reconnect).
+Networks and proxies. Every node has a bridge network of its own
+(``txnchaos-<run>-n<id>``): all its traffic to other nodes goes through the host-side
+proxies, which listen on the gateway address of the *source* node's network, so each
+link is told apart by where it arrives. A broker advertises ``FROM_<A>`` at the proxy
+``n<A>->n<B>`` on A's gateway; every node's ``/etc/hosts`` (Docker's ``extra_hosts``)
+sends each controller's name ``kafka-n<C>`` to its own gateway, where the proxy
+``n<A>->n<C>`` listens on C's port. Clients on the host use the ``client->n<B>`` proxies on
+127.0.0.1. In-container listener ports: CLIENT 9092, ``FROM_<A>`` 9100+A, metrics 9404,
+CONTROLLER a port picked free on the host (the proxies listen on it); all are published on
+127.0.0.1 with ports Docker picks (new ones after a restart: the proxies follow).
 
 Node faults: ``docker kill``, ``pause``/``unpause``, restart (stop with a grace period,
-start the same container), network ``disconnect``/``connect``.
+start the same container), ``disconnect``/``connect`` of the node's network.
 """
 
 from __future__ import annotations
@@ -55,7 +59,14 @@ from ..errors import LaunchError
 from .cluster import FLAVOUR, JVM_OPTIONS, LOG_OPTIONS, format_storage
 from .image import ensure_image
 from .launcher import KafkaMesh, lost_request_recovery_ms
-from .layout import KafkaLayout, KafkaNode, server_properties, split_settings
+from .layout import (
+    KafkaLayout,
+    KafkaNode,
+    controller_host,
+    free_port,
+    server_properties,
+    split_settings,
+)
 from .metrics import EXPORTER_CONFIG, UNAVAILABLE
 from .release import DEFAULT_VERSION, KafkaRelease, server_lib
 
@@ -66,7 +77,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 CLIENT_PORT = 9092
-CONTROLLER_PORT = 9093
 PEER_PORT_BASE = 9100
 METRICS_PORT = 9404
 DATA = "/data"
@@ -74,14 +84,17 @@ READY_TIMEOUT_S = 150.0
 
 
 def container_ports(layout: KafkaLayout) -> None:
-    """Give every node the fixed in-container ports."""
+    """Give every node its in-container ports (a controller's: free on the host, where the
+    proxies of the links to it listen on that port)."""
+    taken: set[int] = set()
     for node in layout.nodes:
         if node.is_broker:
             node.client_port = CLIENT_PORT
             node.peer_ports = {b.id: PEER_PORT_BASE + b.id for b in layout.broker_nodes}
             node.metrics_port = METRICS_PORT
         if node.is_controller:
-            node.controller_port = CONTROLLER_PORT
+            node.controller_port = free_port(taken)
+            taken.add(node.controller_port)
 
 
 class _Container:
@@ -135,8 +148,8 @@ class KafkaDockerHandle(ClusterHandle):
         self.layout.settings = list(spec.settings)
         container_ports(self.layout)
         self.image: str | None = None
-        self.network: Network | None = None
-        self.gateway: str | None = None
+        self.networks: dict[int, Network] = {}  # node id -> its own network
+        self.gateways: dict[int, str] = {}
         self.mesh: KafkaMesh | None = None
         self._containers: dict[int, _Container] = {}
         self._client: Any = None
@@ -189,14 +202,20 @@ class KafkaDockerHandle(ClusterHandle):
 
         self._client = _client()
         self.image = ensure_image(self._client, self.release)
-        network = Network(docker_network_kw={"driver": "bridge", "labels": self._labels()})
-        network.name = f"txnchaos-{self.run_id}"
-        self.network = network.create()
-        self.gateway = self._gateway()
+        for node in self.layout.nodes:
+            network = Network(docker_network_kw={"driver": "bridge", "labels": self._labels()})
+            network.name = f"txnchaos-{self.run_id}-n{node.id}"
+            self.networks[node.id] = network.create()
+            self.gateways[node.id] = self._gateway(self.networks[node.id])
         self.mesh = KafkaMesh(
-            self.layout, self.run_dir, self.spec.seed, host=self.gateway, upstream=self._upstream
+            self.layout,
+            self.run_dir,
+            self.spec.seed,
+            upstream=self._upstream,
+            source_host=lambda node_id: self.gateways[node_id],
         )
         self.fleet = self.mesh.fleet
+        self.mesh.add_controller_links()
         addressing = self.mesh.addressing()
         lib = server_lib(self.release)
         for node in self.layout.nodes:
@@ -223,13 +242,12 @@ class KafkaDockerHandle(ClusterHandle):
         for node in self.layout.nodes:
             self._wait_ready(self._containers[node.id])
 
-    def _gateway(self) -> str:
-        assert self.network is not None
-        net = self._client.networks.get(self.network.id)
+    def _gateway(self, network: Network) -> str:
+        net = self._client.networks.get(network.id)
         for config in net.attrs.get("IPAM", {}).get("Config") or []:
             if config.get("Gateway"):
                 return str(config["Gateway"])
-        raise LaunchError(f"network {self.network.name} has no gateway address")
+        raise LaunchError(f"network {network.name} has no gateway address")
 
     def _upstream(self, node: KafkaNode, port: int) -> tuple[str, int] | None:
         c = self._containers.get(node.id)
@@ -246,17 +264,25 @@ class KafkaDockerHandle(ClusterHandle):
     def _create(self, node: KafkaNode) -> _Container:
         from testcontainers.core.container import DockerContainer
 
-        assert self.network is not None and self.image is not None
+        assert self.image is not None
         name = self.container_name(node.id)
         data = self.run_dir / "cluster" / f"node-{node.id}"
+        # each controller's name: this node's own gateway (its proxies), itself: loopback
+        hosts = {
+            controller_host(c.id): "127.0.0.1" if c.id == node.id else self.gateways[node.id]
+            for c in self.layout.controller_nodes
+        }
         container = (
             DockerContainer(self.image)
             .with_name(name)
-            .with_network(self.network)
-            .with_network_aliases(name)
+            .with_network(self.networks[node.id])
             .with_volume_mapping(str(data), DATA, "rw")
             .with_command(self._command(node))
-            .with_kwargs(labels=self._labels(), user=f"{os.getuid()}:{os.getgid()}")
+            .with_kwargs(
+                labels=self._labels(),
+                user=f"{os.getuid()}:{os.getgid()}",
+                extra_hosts=hosts,
+            )
         )
         ports = [node.client_port, node.controller_port, node.metrics_port]
         for port in [p for p in [*ports, *node.peer_ports.values()] if p]:
@@ -342,14 +368,13 @@ class KafkaDockerHandle(ClusterHandle):
 
     def _disconnect(self, node_id: int) -> None:
         c = self._container(node_id)
-        assert self.network is not None
-        self._client.networks.get(self.network.id).disconnect(c.id)
+        self._client.networks.get(self.networks[node_id].id).disconnect(c.id)
         c.published = {}
 
     def _reconnect(self, node_id: int) -> None:
         c = self._container(node_id)
-        assert self.network is not None and self.mesh is not None
-        self._client.networks.get(self.network.id).connect(c.id, aliases=[c.name])
+        assert self.mesh is not None
+        self._client.networks.get(self.networks[node_id].id).connect(c.id)
         deadline = time.monotonic() + READY_TIMEOUT_S
         while not c.read_ports():  # published ports come back with the endpoint
             if time.monotonic() > deadline:
@@ -375,9 +400,9 @@ class KafkaDockerHandle(ClusterHandle):
         for c in self._containers.values():
             with contextlib.suppress(Exception):
                 c.container.stop()
-        if self.network is not None:
+        for network in self.networks.values():
             with contextlib.suppress(Exception):
-                self.network.remove()
+                network.remove()
         with contextlib.suppress(Exception):
             remove_run(self.run_id, self._client)
 
@@ -389,8 +414,8 @@ class KafkaDockerHandle(ClusterHandle):
         return {
             "run_id": self.run_id,
             "image": self.image,
-            "network": self.network.name if self.network else None,
-            "gateway": self.gateway,
+            "networks": {n: net.name for n, net in self.networks.items()},
+            "gateways": dict(self.gateways),
             "data_dir": str(self.run_dir / "cluster"),
             "containers": {c.node.id: c.name for c in self._containers.values()},
             "metrics_unavailable": dict(UNAVAILABLE),

@@ -61,8 +61,8 @@ class KafkaMesh:
     Made in two steps around the picking of the nodes' ports: the client and broker links
     first (ports the kernel picks, before the nodes' are picked, so none takes a port a
     node was given), then :meth:`add_controller_links`, which must listen on each
-    controller's own port (one address per source: :func:`~.layout.source_ip`, or
-    ``source_host`` of it)."""
+    controller's own port, on an address of each source (:func:`~.layout.source_ip`, or
+    ``source_host`` of it: a container's network gateway)."""
 
     def __init__(
         self,
@@ -74,10 +74,10 @@ class KafkaMesh:
         upstream: Upstream | None = None,
         source_host: Callable[[int], str] = source_ip,
     ) -> None:
-        """``host``: where the client and broker links listen; ``upstream`` maps (node,
-        listener port) to where that listener is reached from here (default: 127.0.0.1
-        and the port; containers: their published port); ``source_host``: where the links
-        of a source node to the controllers listen."""
+        """``host``: where the client links listen; ``upstream`` maps (node, listener port)
+        to where that listener is reached from here (default: 127.0.0.1 and the port;
+        containers: their published port); ``source_host``: where the links of a source
+        node to other nodes listen (its own address: the node reaches them there)."""
         self.layout = layout
         self.upstream: Upstream = upstream or (lambda node, port: ("127.0.0.1", port))
         self.source_host = source_host
@@ -85,15 +85,17 @@ class KafkaMesh:
         self.fleet.fleet.host = host
         self.addresses: dict[str, tuple[str, int]] = {}
         try:
-            for name, (node, _port) in self._upstreams().items():
-                if not node.is_controller or not self._is_controller_link(name):
-                    self.addresses[name] = self.fleet.add_link(name, None).address
+            for b in layout.broker_nodes:
+                name = link_name("client", b.id)
+                self.addresses[name] = self.fleet.add_link(name, None).address
+            for a in layout.broker_nodes:
+                for b in layout.broker_nodes:
+                    name = link_name(a.id, b.id)
+                    link = self.fleet.add_link(name, None, host=self.source_host(a.id))
+                    self.addresses[name] = link.address
         except BaseException:
             self.fleet.close()
             raise
-
-    def _is_controller_link(self, name: str) -> bool:
-        return name in self._controller_links()
 
     def _controller_links(self) -> dict[str, tuple[int, KafkaNode]]:
         """Each link to a controller: its name, source node and controller."""

@@ -112,5 +112,9 @@ def test_releases() -> None:
     assert not old.kraft and not old.has_transaction_version
     assert java_problem(r, 11) == "Apache Kafka 4.4.0 needs Java 17 or newer (this is Java 11)"
     assert java_problem(r, 17) is None
+    assert java_problem(old, 17) is None and java_problem(old, 25) is None  # measured
+    ancient = KafkaRelease.parse("2.3.1")
+    assert ancient.scala == "2.12" and old.scala == "2.13"
+    assert "ZOOKEEPER-3779" in (java_problem(ancient, 17) or "")
     with pytest.raises(LaunchError, match="expects a release such as"):
         KafkaRelease.parse("4.x")
