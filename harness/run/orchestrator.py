@@ -247,6 +247,9 @@ class Orchestrator:
             json.dumps([f.model_dump() for f in schedule], indent=1) + "\n"
         )
         self.console.print(f"nemesis: {len(schedule)} fault(s) scheduled")
+        for note in unmatched_links(schedule, targets.links):
+            log.warning(note)
+            self.console.print(f"[yellow]note:[/] {escape(note)}")
 
         def metrics() -> dict[str, str]:  # asked every round: docker restarts move ports
             return {f"node-{k}": v for k, v in handle.metrics_urls().items()}
@@ -542,6 +545,26 @@ class Orchestrator:
         if got != "?" and got != expected:
             self.console.print(f"[yellow]this scenario expects a {expected} verdict[/]")
         return code
+
+
+def unmatched_links(schedule: list[Any], links: list[str]) -> list[str]:
+    """A line for each proxy fault whose ``link`` names no link of this cluster: it will act
+    on nothing (e.g. the project's coordinator ``n1001->*`` sending markers: on Apache Kafka
+    node 1001 is a controller, which sends none; the brokers' coordinators do)."""
+    from fnmatch import fnmatchcase
+
+    out = []
+    for i, fault in enumerate(schedule):
+        pattern = (fault.rule or {}).get("link")
+        if pattern is None or not links:
+            continue
+        patterns = [pattern] if isinstance(pattern, str) else list(pattern)
+        if not any(fnmatchcase(link, p) for link in links for p in patterns):
+            out.append(
+                f"action {i} ({fault.kind} at {fault.at:g} s) names link {pattern!r}, which "
+                f"matches no link of this cluster ({', '.join(sorted(links))}): it acts on nothing"
+            )
+    return out
 
 
 def _raise_interrupt(signum: int, frame: Any) -> None:
