@@ -13,7 +13,9 @@ rounds, so both see the machine's load of the moment:
   ``--records`` records to one partition, as ``bench/produce_consume.py``.
 
 Each phase also reports the CPU the cluster's processes used per transaction (or per 1,000
-records), from /proc: steadier than rates on a shared machine, and what explains a gap.
+records), from /proc: steadier than rates on a shared machine, and the AddPartitionsToTxn
+requests the clients sent per transaction, with Kafka's CONCURRENT_TRANSACTIONS answers among
+them (from the nodes' metrics): what explains a gap.
 
 Clients. ``--clients librdkafka`` (the default) is the only one today. The Java client's
 column comes from the official Java client user kind (issue 33, section 2): register its
@@ -29,13 +31,16 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import shutil
 import statistics
 import tempfile
 import threading
 import time
+import urllib.request
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -53,14 +58,49 @@ TxnWorker = Callable[[str, str, float, list[float], int], int]
 TXN_WORKERS: dict[str, TxnWorker] = {"librdkafka": run_producer}
 
 
-class Target:
-    """One cluster under measurement: its bootstrap and the PIDs of its processes."""
+_KAFKA_REQ = re.compile(
+    r'^kafka_network_requestmetrics_requests_total\{request="AddPartitionsToTxn",'
+    r'version="([0-3])"\} (\S+)$'
+)
+_KAFKA_BUSY = re.compile(
+    r'^kafka_network_requestmetrics_errors_total\{error="CONCURRENT_TRANSACTIONS",'
+    r'request="AddPartitionsToTxn"\} (\S+)$'
+)
 
-    def __init__(self, name: str, bootstrap: str, pids: list[int], stop: Callable[[], None]):
+
+class Target:
+    """One cluster under measurement: its bootstrap, the PIDs of its processes and its
+    nodes' metrics endpoints."""
+
+    def __init__(
+        self,
+        name: str,
+        bootstrap: str,
+        pids: list[int],
+        stop: Callable[[], None],
+        metrics: list[str],
+    ):
         self.name = name
         self.bootstrap = bootstrap
         self.pids = pids
         self.stop = stop
+        self.metrics = metrics
+
+    def add_partitions(self) -> tuple[float, float]:
+        """(AddPartitionsToTxn requests of clients (versions 0-3) served, of them answered
+        CONCURRENT_TRANSACTIONS) so far, over Kafka's nodes (0, 0 for ours: its counter
+        mixes in the brokers' verification requests)."""
+        served = busy = 0.0
+        for url in self.metrics:
+            text = urllib.request.urlopen(url, timeout=10).read().decode()
+            for line in text.splitlines():
+                m = _KAFKA_REQ.match(line)
+                if m:
+                    served += float(m.group(2))
+                m = _KAFKA_BUSY.match(line)
+                if m:
+                    busy += float(m.group(1))
+        return served, busy
 
     def cpu(self) -> float:
         total = 0.0
@@ -72,19 +112,27 @@ class Target:
         return total
 
 
+def _urls(state: dict[str, Any]) -> list[str]:
+    return [
+        f"http://127.0.0.1:{n['metrics_port']}/metrics" for n in state["nodes"] if n["metrics_port"]
+    ]
+
+
 def start_ours(root: Path) -> Target:
     cluster = LocalCluster.prepare(root / "ours", 2, 1, [])
     cluster.up()
     state = cluster.state()
-    return Target("txnchaos", state["bootstrap"], [n["pid"] for n in state["nodes"]], cluster.down)
+    pids = [n["pid"] for n in state["nodes"]]
+    return Target("txnchaos", state["bootstrap"], pids, cluster.down, _urls(state))
 
 
 def start_kafka(root: Path, version: str) -> Target:
-    cluster = KafkaCluster.prepare(root / "kafka", version, 2, 1, [], metrics=False)
+    cluster = KafkaCluster.prepare(root / "kafka", version, 2, 1, [])
     cluster.up()
     state = cluster.state()
     pids = [n["pid"] for n in state["nodes"]]
-    return Target(f"apache-kafka {version}", state["bootstrap"], pids, cluster.down)
+    name = f"apache-kafka {version}"
+    return Target(name, state["bootstrap"], pids, cluster.down, _urls(state))
 
 
 def create_topics(bootstrap: str) -> None:
@@ -106,6 +154,7 @@ def transactions(
 
     threads = [threading.Thread(target=work, args=(i,)) for i in range(producers)]
     cpu0 = target.cpu()
+    served0, busy0 = target.add_partitions()
     started = time.perf_counter()
     for t in threads:
         t.start()
@@ -114,11 +163,14 @@ def transactions(
     elapsed = time.perf_counter() - started
     merged = sorted(x for lat in latencies for x in lat)
     total = max(sum(counts), 1)
+    served, busy = target.add_partitions()
     return {
         "rate": sum(counts) / elapsed,
         "p50": statistics.median(merged) * 1000,
         "p99": merged[min(len(merged) - 1, int(len(merged) * 0.99))] * 1000,
         "cpu_ms": (target.cpu() - cpu0) * 1000 / total,
+        "add_partitions": (served - served0) / total,
+        "concurrent": (busy - busy0) / total,
     }
 
 
@@ -228,6 +280,11 @@ def print_table(
                 f"| {client}, {producers} producer(s): cluster CPU ms per txn | "
                 f"{median(a, 'cpu_ms'):.2f} | {median(b, 'cpu_ms'):.2f} | "
                 f"{median(a, 'cpu_ms') / median(b, 'cpu_ms'):.2f} |"
+            )
+            print(
+                f"| {client}, {producers} producer(s): clients' AddPartitionsToTxn per txn (of "
+                f"them CONCURRENT_TRANSACTIONS) | — | "
+                f"{median(b, 'add_partitions'):.2f} ({median(b, 'concurrent'):.2f}) | |"
             )
     a, b = results[(ours, "produce")], results[(kafka, "produce")]
     print(
