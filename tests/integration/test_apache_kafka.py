@@ -29,7 +29,7 @@ from confluent_kafka.admin import AdminClient
 from tests.harness.launch.helpers import create_topic, metric
 from txnchaos.harness.launch.base import ClusterSpec
 from txnchaos.harness.launch.kafka.cluster import KafkaCluster
-from txnchaos.harness.launch.kafka.launcher import KafkaHandle, KafkaLauncher
+from txnchaos.harness.launch.kafka.launcher import KafkaHandle, KafkaLauncher, KafkaMesh
 from txnchaos.harness.launch.kafka.release import DEFAULT_VERSION
 from txnchaos.harness.launch.probe import brokers_seen
 from txnchaos.harness.workload.final_read import list_ends
@@ -450,3 +450,33 @@ def test_a_short_scenario_on_apache_kafka_is_valid(tmp_path: Path) -> None:
     faults = [json.loads(line) for line in (out / "faults.jsonl").read_text().splitlines()]
     markers = [f for f in faults if (f.get("target") or {}).get("api") == "WriteTxnMarkers"]
     assert markers and all(f["link"] in BROKER_LINKS for f in markers)
+
+
+@pytest.mark.nightly
+def test_a_controller_moved_by_a_taken_port_gets_its_proxies_again(tmp_path: Path) -> None:
+    """Proxied: the links to a controller listen on its port; when that port was taken and
+    the controller moves, its links move with it (nightly-client TV0 seed 2 failed to start:
+    the brokers kept knocking at the proxies of the old port)."""
+    cluster = KafkaCluster.prepare(
+        tmp_path / "c", DEFAULT_VERSION, 1, 1, [], ports=False, metrics=False
+    )
+    mesh = KafkaMesh(cluster.layout, tmp_path, seed=None)
+    try:
+        cluster.pick_ports()
+        taken = cluster.layout.node(1001).controller_port
+        with socket.socket() as squatter:
+            squatter.bind(("127.0.0.1", taken))
+            squatter.listen()
+            mesh.add_controller_links()
+            mesh.repoint()
+            cluster.addressing = mesh.addressing()
+            cluster.on_ports_changed = mesh.follow_ports
+            cluster.up()
+            try:
+                moved = cluster.layout.node(1001).controller_port
+                assert moved != taken and mesh.addresses["n1->n1001"][1] == moved
+                assert brokers_seen(("127.0.0.1", cluster.layout.node(1).client_port)) == {1}
+            finally:
+                cluster.down()
+    finally:
+        mesh.fleet.close()

@@ -57,6 +57,9 @@ class FleetThread:
     ) -> LinkProxy:
         return self._run(self.fleet.add_link(name, upstream, host=host, port=port))
 
+    def remove_link(self, name: str) -> None:
+        self._run(self.fleet.remove_link(name))
+
     def external(
         self, bootstrap: Iterable[str | Address], prefix: str = "client->"
     ) -> ExternalCluster:

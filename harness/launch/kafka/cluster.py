@@ -410,6 +410,11 @@ class KafkaCluster:
         except LaunchError:
             if self._procs[node.id].poll() is None or not _bind_failed(self.log_path(node)):
                 raise
+            if node.is_controller:  # every other node names its port: they cannot follow
+                raise LaunchError(
+                    f"controller {node.id}'s port {node.controller_port} was taken while it "
+                    f"was down; the other nodes know it by that port (see {self.log_path(node)})"
+                ) from None
             self._reap(node.id)
             self.log_path(node).rename(self.log_path(node).with_suffix(".bind-failed.log"))
             self.pick_ports([node])

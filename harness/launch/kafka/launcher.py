@@ -108,8 +108,13 @@ class KafkaMesh:
 
     def add_controller_links(self) -> None:
         """The links to the controllers, once their ports are known: the proxy of A's link
-        to C listens on A's own address and C's port, where A's hosts file sends C's name."""
+        to C listens on A's own address and C's port, where A's hosts file sends C's name.
+        A controller that got another port since (one was taken before its JVM bound it)
+        gets its links again on the new one."""
         for name, (source, c) in self._controller_links().items():
+            if name in self.addresses and self.addresses[name][1] != c.controller_port:
+                self.fleet.remove_link(name)
+                del self.addresses[name]
             if name in self.addresses:
                 continue
             host = self.source_host(source)
@@ -149,6 +154,12 @@ class KafkaMesh:
             }
             out[n.id] = addr
         return out
+
+    def follow_ports(self) -> None:
+        """After nodes got new ports: the controllers' links on their new ports, and every
+        link pointed at its listener."""
+        self.add_controller_links()
+        self.repoint()
 
     def repoint(self, nodes: set[int] | None = None) -> None:
         """Point every link (leading to ``nodes``; default all) at its listener, again when
@@ -285,7 +296,7 @@ class KafkaLauncher:
                 mesh.add_controller_links()
                 mesh.repoint()
                 cluster.addressing = mesh.addressing()
-                cluster.on_ports_changed = mesh.repoint
+                cluster.on_ports_changed = mesh.follow_ports
             cluster.up()
             handle.write_state()
         except BaseException:
