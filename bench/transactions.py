@@ -17,10 +17,11 @@ Modes:
   phase shares the cluster and the machine's load of the moment. Prints the ratios:
   ours TV2 / librdkafka TV0 and TV1 (target >= 1.5x for one producer) and librdkafka
   verified / unverified (target: verification costs <= 10%).
-* ``--client ours|librdkafka`` [``--tv N``]: that client alone, each phase followed by a
+* ``--client ours|librdkafka|java`` [``--tv N``]: that client alone, each phase followed by a
   baseline; ``--tv`` first sets the cluster's transaction.version (default: leave it as
   started, 2 unless ``--set transaction.version=N``); our producer speaks the protocol of
-  that level.
+  that level (the Java client, kafka-clients in a JVM per producer, picks TV2 itself
+  where the level is 2: ``bench/java_worker.py``).
 
 Baseline (``--client`` only): each phase is followed by the same number of idempotent,
 non-transactional librdkafka producers that send the same 10 records and wait for them
@@ -67,6 +68,7 @@ from typing import Any
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from feature_switch import set_transaction_version  # bench/ is sys.path[0] as a script
+from java_worker import run_java
 from ours_worker import run_ours
 from proc_cpu import cpu_times
 
@@ -322,7 +324,7 @@ def placement(node_cpus: str | None) -> str:
     return f"CPUs {node_cpus}" if node_cpus else "any CPU"
 
 
-CLIENTS = ("ours", "librdkafka")
+CLIENTS = ("ours", "librdkafka", "java")
 COMPARISON = (("librdkafka", 0), ("librdkafka", 1), ("ours", 2))
 """The default mode's phases per producer count: (client, transaction.version)."""
 OURS_TARGET = 1.5  # one TV2 producer of ours against one librdkafka producer
@@ -334,6 +336,10 @@ def worker_for(client: str, tv: int | None) -> Worker:
     cluster's finalized level)."""
     if client == "librdkafka":
         return run_producer
+    if client == "java":  # kafka-clients follows the cluster's finalized level itself
+        return functools.partial(
+            run_java, topic=TOPIC, records=RECORDS_PER_TXN, record_bytes=RECORD_BYTES
+        )
     return functools.partial(
         run_ours,
         topic=TOPIC,

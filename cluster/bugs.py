@@ -92,6 +92,17 @@ BUG_SWITCHES: tuple[BugSwitch, ...] = (
         "the external coordinator committed is lost from Kafka",
         site="cluster/coordinator/transactions/coordinator.py TransactionCoordinator._init",
     ),
+    BugSwitch(
+        setting="txnchaos.bug.unknown.producer.strict",
+        field="unknown_producer_strict",
+        report="KAFKA-7190 (Kafka <= 2.4: UNKNOWN_PRODUCER_ID after retention removed a "
+        "producer's records)",
+        design="KIP-360, Motivation: UNKNOWN_PRODUCER_ID for a producer the partition lost",
+        symptom="a write of a producer whose state the partition no longer has, at a "
+        "non-zero sequence, gets UNKNOWN_PRODUCER_ID (Kafka >= 2.5 accepts it): the "
+        "clients' KIP-360 recovery (abort, InitProducerId with id and epoch) runs",
+        site="cluster/broker/producer_state.py ProducerStateManager.validate",
+    ),
 )
 
 BY_SETTING: dict[str, BugSwitch] = {b.setting: b for b in BUG_SWITCHES}
@@ -108,6 +119,7 @@ class BugSwitches:
     fetch_ignores_aborted_index: bool = False
     two_phase_commit_timeout: bool = False
     init_aborts_prepared_transaction: bool = False
+    unknown_producer_strict: bool = False
 
     @classmethod
     def from_settings(cls, settings: Any) -> BugSwitches:

@@ -19,19 +19,48 @@ class SettingSpec:
     default: Any
     doc: str
     minimum: int | None = None
+    maximum: int | None = None
 
 
 _SPECS: tuple[SettingSpec, ...] = (
     SettingSpec("num.partitions", int, 1, "partitions of auto-created topics"),
     SettingSpec("default.replication.factor", int, 1, "replicas of auto-created topics"),
     SettingSpec("auto.create.topics.enable", bool, True, "create topics on first metadata use"),
-    SettingSpec("log.segment.bytes", int, 1 << 30, "segment size"),
-    SettingSpec("log.roll.ms", int, 7 * 24 * 3600 * 1000, "roll a segment after this age"),
+    SettingSpec("log.segment.bytes", int, 1 << 30, "segment size", 14, 2**31 - 1),
+    SettingSpec("log.roll.ms", int, 7 * 24 * 3600 * 1000, "roll a segment after this age", 1),
     SettingSpec("log.retention.ms", int, 7 * 24 * 3600 * 1000, "delete segments older (-1: never)"),
     SettingSpec("log.retention.bytes", int, -1, "partition size limit (-1: none)"),
     SettingSpec("log.retention.check.interval.ms", int, 300_000, "how often retention runs"),
     SettingSpec("message.max.bytes", int, 1_048_588, "largest record batch accepted"),
+    SettingSpec(
+        "log.message.timestamp.before.max.ms",
+        int,
+        2**63 - 1,
+        "how far behind the broker's clock a record's timestamp may be",
+        0,
+    ),
+    SettingSpec(
+        "log.message.timestamp.after.max.ms",
+        int,
+        3_600_000,
+        "how far ahead of the broker's clock a record's timestamp may be",
+        0,
+    ),
     SettingSpec("min.insync.replicas", int, 1, "accepted for compatibility; one replica"),
+    SettingSpec(
+        "fetch.max.bytes",
+        int,
+        57_671_680,
+        "most record bytes one Fetch response carries (a larger max_bytes is cut to it)",
+        1024,
+    ),
+    SettingSpec(
+        "replica.fetch.response.max.bytes",
+        int,
+        10_485_760,
+        "most record bytes one Fetch response to a replica (replica_id >= 0) carries",
+        0,
+    ),
     SettingSpec("socket.request.max.bytes", int, 104_857_600, "largest request frame", 1),
     SettingSpec("max.connections", int, 1000, "connections a node accepts at once", 1),
     SettingSpec("max.connections.per.ip", int, 2_147_483_647, "connections from one address", 1),
@@ -45,6 +74,13 @@ _SPECS: tuple[SettingSpec, ...] = (
         1,
     ),
     SettingSpec("connections.max.idle.ms", int, 600_000, "close connections silent this long", 1),
+    SettingSpec(
+        "connection.failed.authentication.delay.ms",
+        int,
+        100,
+        "answer a failed SASL authentication this much later (slows password guessing)",
+        0,
+    ),
     SettingSpec("producer.id.expiration.ms", int, 86_400_000, "idle producer state expiry"),
     SettingSpec("group.initial.rebalance.delay.ms", int, 100, "delay before the first rebalance"),
     SettingSpec("group.min.session.timeout.ms", int, 100, "smallest session timeout"),
@@ -84,16 +120,9 @@ _SPECS: tuple[SettingSpec, ...] = (
         "txnchaos.cluster.action.authorization.enable",
         bool,
         True,
-        "answer server-only APIs (AddPartitionsToTxn v4+, WriteTxnMarkers) with "
-        "CLUSTER_AUTHORIZATION_FAILED unless the client id names a node (txnchaos-node-*)",
-    ),
-    SettingSpec(
-        "txnchaos.cluster.action.client.ids",
-        str,
-        "txnchaos-admin",
-        "comma-separated client-id prefixes granted CLUSTER_ACTION besides the nodes "
-        "(operators: an admin abort is a WriteTxnMarkers; '' grants nobody); with "
-        "authorizer.class.name set, ACLs decide instead",
+        "answer server-only APIs (AddPartitionsToTxn v4+, the controller's node APIs) with "
+        "CLUSTER_AUTHORIZATION_FAILED unless the client id names a node (txnchaos-node-*); "
+        "with authorizer.class.name set, ACLs decide instead",
     ),
     SettingSpec(
         "listener.security.protocol",
@@ -204,6 +233,8 @@ class NodeSettings:
             parsed = _parse(spec, value) if isinstance(value, str) else value
             if spec.minimum is not None and parsed < spec.minimum:
                 raise SettingsError(f"{name}: must be at least {spec.minimum}, got {parsed}")
+            if spec.maximum is not None and parsed > spec.maximum:
+                raise SettingsError(f"{name}: must be at most {spec.maximum}, got {parsed}")
             self._values[name] = parsed
         if self._values["transaction.version"] > 2:
             raise SettingsError(

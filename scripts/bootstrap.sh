@@ -115,13 +115,13 @@ if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$WANT_HASH" ] && [ -x "$VENV/bin/tx
 else
     piplog="$ROOT/var/log/pip-install.log"
     mkdir -p "$(dirname "$piplog")"
-    log "deps: pip install -e '.[test]' (log: var/log/pip-install.log)"
+    log "deps: pip install -e '.[test,docs]' (log: var/log/pip-install.log)"
     t0=$SECONDS
     if ! (cd "$ROOT" && "$VENV/bin/python" -m pip install --disable-pip-version-check \
-        -e '.[test]' >"$piplog" 2>&1); then
+        -e '.[test,docs]' >"$piplog" 2>&1); then
         tail -n 30 "$piplog" >&2
         rm -f "$STAMP"
-        die "pip install -e '.[test]' failed (full log: $piplog)"
+        die "pip install -e '.[test,docs]' failed (full log: $piplog)"
     fi
     printf '%s\n' "$WANT_HASH" >"$STAMP"
     log "deps: installed in $((SECONDS - t0))s"
@@ -148,6 +148,23 @@ else
     log "maven: $(mvn -v 2>/dev/null | head -n 1 | sed 's/\x1b\[[0-9;]*m//g')"
 fi
 command -v setpriv >/dev/null 2>&1 || apt_install util-linux
+
+# ---------------------------------------------------------------- the Java client program
+# The java_* workload kinds run the official Java client through a small program
+# (harness/workload/java_client/src), compiled with javac against kafka-clients fetched from
+# Maven Central into the cache; recompiled only when its sources change.
+if ! command -v javac >/dev/null 2>&1; then
+    apt_install openjdk-17-jdk-headless
+fi
+command -v mvn >/dev/null 2>&1 || apt_install maven
+jlog="$ROOT/var/log/java-client-build.log"
+mkdir -p "$(dirname "$jlog")"
+if jout="$("$VENV/bin/python" -m txnchaos.harness.workload.java_client.build 2>"$jlog")"; then
+    log "java client: $jout"
+else
+    tail -n 20 "$jlog" >&2
+    die "the Java client program did not build (full log: $jlog)"
+fi
 
 # ---------------------------------------------------------------- postgresql (dual-write tests)
 # The dual-write workload's PostgreSQL adapter is tested against a real server (initdb/postgres).

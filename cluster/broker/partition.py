@@ -32,12 +32,14 @@ from ..protocol.record_batch import (
     parse_control_record,
     parse_header,
     set_base_offset,
+    set_max_timestamp,
     set_partition_leader_epoch,
 )
 from ..storage.checkpoint import write_atomic
 from ..storage.config import LogConfig
 from ..storage.errors import OffsetOutOfRange
 from ..storage.log import PartitionLog
+from ..storage.log_dir import LogDir
 from ..storage.segment import LogSegment
 from ..storage.txn_index import AbortedTxn
 from .batch_validation import (
@@ -51,6 +53,7 @@ from .verification_state import SENTINEL, VerificationGuard, VerificationState
 
 NONE = 0
 OFFSET_OUT_OF_RANGE = 1
+INVALID_PRODUCER_ID_MAPPING = 49
 KAFKA_STORAGE_ERROR = 56
 READ_UNCOMMITTED = 0
 READ_COMMITTED = 1
@@ -142,8 +145,9 @@ class Partition:
         clock: Callable[[], float] = time.time,
         *,
         leader_epoch: int = 0,
-        strict_unknown_producer: bool = True,
+        strict_unknown_producer: bool | None = None,
         bugs: BugSwitches = NO_BUGS,
+        log_dir: LogDir | None = None,
     ) -> None:
         self.topic = topic
         self.topic_id = topic_id
@@ -162,16 +166,21 @@ class Partition:
                 )
         else:
             _write_metadata(meta, topic_id)
-        self.log = PartitionLog(self.directory, config, clock)
+        self.log = PartitionLog(self.directory, config, clock, log_dir)
         self.bugs = bugs
         self.producer_state = ProducerStateManager(
             self.directory,
             producer_id_expiration_ms,
-            strict_unknown_producer,
+            bugs.unknown_producer_strict
+            if strict_unknown_producer is None
+            else strict_unknown_producer,
             expire_open_transactions=bugs.producer_expiry_ignores_open_transactions,
         )
         self.index_entries_restored = 0  # aborted-index entries the last load re-created
         self.verification = VerificationState()  # KIP-890 part 1, in memory only
+        # producer id -> the transactional id whose transactional batches it wrote here (a
+        # producer id belongs to one transactional id for good); in memory only.
+        self.owners: dict[int, str] = {}
         self._load_producer_state()
         self.log.on_roll = self._on_roll
 
@@ -391,9 +400,11 @@ class Partition:
         seg = self.log.segment_for(written.base_offset)
         try:
             self._apply_marker(seg, written, m.commit, m.coordinator_epoch, now_ms, replay=False)
-        except OSError:
+        except OSError as exc:
             # The marker is in the log; the entry is restored by the replay on the
-            # next open. Producer state was completed before the index append failed.
+            # next open. Producer state was completed before the index append failed;
+            # the directory goes offline, so nothing is served from that state.
+            self.log.log_dir.fail(f"indexing an abort marker of {self.directory.name}", exc)
             return KAFKA_STORAGE_ERROR
         return NONE
 
@@ -427,6 +438,7 @@ class Partition:
         self,
         records: bytes | bytearray | memoryview,
         verification: VerificationGuard | None = None,
+        transactional_id: str | None = None,
     ) -> AppendResult:
         """Validate and append the single batch of a Produce request (v3+).
 
@@ -434,11 +446,29 @@ class Partition:
         the request is not transactional); else the guard from ``start_verification``,
         which must still be valid for a transactional batch that opens a transaction.
         """
+        if not self.log.online:
+            return AppendResult(KAFKA_STORAGE_ERROR, self.log.log_dir.failure)
         check = validate_client_batch(records, self.config)
         if check.header is None:
             start = -1 if check.error_code in _NO_LOG_START_ERRORS else self.log_start_offset
-            return AppendResult(check.error_code, check.message, log_start_offset=start)
+            return AppendResult(
+                check.error_code,
+                check.message,
+                log_start_offset=start,
+                record_errors=list(check.record_errors),
+            )
         header = check.header
+        if header.is_transactional and transactional_id is not None:
+            owner = self.owners.get(header.producer_id)
+            if owner is not None and owner != transactional_id:
+                # Another transactional id's producer: its batch must not join (or open)
+                # that producer's transaction (issue 35: a principal with WRITE on some
+                # transactional id wrote into another principal's transaction).
+                return AppendResult(
+                    INVALID_PRODUCER_ID_MAPPING,
+                    f"producer id {header.producer_id} belongs to another transactional id",
+                    log_start_offset=self.log_start_offset,
+                )
         verdict = self.producer_state.validate(header)
         if verdict.duplicate is not None:
             dup = verdict.duplicate
@@ -470,12 +500,18 @@ class Partition:
         buf = bytearray(records)
         set_base_offset(buf, 0, base)
         set_partition_leader_epoch(buf, 0, self.leader_epoch)
+        if check.max_timestamp != header.max_timestamp:
+            # Kafka's LogValidator sets it to the largest record timestamp: the time index
+            # and ListOffsets must not trust a client's header over its records
+            set_max_timestamp(buf, 0, header.size, check.max_timestamp)
         written = parse_header(buf)
         try:
             self.log.append_parsed(buf, written)
         except OSError as e:
             return AppendResult(KAFKA_STORAGE_ERROR, f"append failed: {e}")
         self.producer_state.append_data_batch(written, base, written.last_offset)
+        if transactional_id is not None and written.is_transactional:
+            self.owners[written.producer_id] = transactional_id
         if verification is not None and written.is_transactional:
             self.verification.clear(written.producer_id)  # the transaction is ongoing now
         return AppendResult(
@@ -517,6 +553,8 @@ class Partition:
     ) -> tuple[int, int, int]:
         """(error, offset, timestamp) for -2 earliest, -1 latest, -3 max timestamp,
         -4 earliest local, or a real timestamp (offset -1 if none)."""
+        if not self.log.online:
+            return KAFKA_STORAGE_ERROR, -1, -1
         fetchable = (
             self.last_stable_offset if isolation_level == READ_COMMITTED else self.high_watermark
         )
@@ -543,7 +581,10 @@ class Partition:
             offset = self.high_watermark
         if offset < 0 or offset > self.high_watermark:
             return OFFSET_OUT_OF_RANGE, -1
-        return NONE, self.log.delete_records_before(offset)
+        try:
+            return NONE, self.log.delete_records_before(offset)
+        except OSError:
+            return KAFKA_STORAGE_ERROR, -1
 
     # -- housekeeping ------------------------------------------------------------
     def apply_retention(self, now_ms: int | None = None) -> int:
@@ -553,7 +594,10 @@ class Partition:
     def remove_expired_producers(self, now_ms: int | None = None) -> list[int]:
         now = int(self._clock() * 1000) if now_ms is None else now_ms
         self.verification.expire(now, self.producer_state.producer_id_expiration_ms)
-        return self.producer_state.remove_expired(now)
+        removed = self.producer_state.remove_expired(now)
+        for pid in removed:
+            self.owners.pop(pid, None)
+        return removed
 
     def take_snapshot(self) -> Path:
         return self.producer_state.take_snapshot(self.log_end_offset)
@@ -568,7 +612,8 @@ class Partition:
         self.log.flush()
 
     def close(self) -> None:
-        self.take_snapshot()
+        if self.log.online:
+            self.take_snapshot()
         self.log.close()
 
     def delete(self) -> None:

@@ -63,7 +63,9 @@ class DescribeApis:
                 overrides = await self.source.topic_configs(resource.resource_name)
                 if overrides is None:
                     result["error_code"] = ErrorCode.unknown_topic_or_partition
-                    result["error_message"] = f"Topic {resource.resource_name} does not exist"
+                    result["error_message"] = (
+                        f"Topic {_shown(resource.resource_name)} does not exist"
+                    )
                 else:
                     for name, (value, is_default) in effective_topic_configs(
                         overrides, self.settings
@@ -74,8 +76,9 @@ class DescribeApis:
             elif resource.resource_type == RESOURCE_BROKER:
                 if resource.resource_name not in ("", str(self.node_id)):
                     result["error_code"] = ErrorCode.invalid_request
+                    asked = _shown(resource.resource_name)
                     result["error_message"] = (
-                        f"this is node {self.node_id}; ask node {resource.resource_name} itself"
+                        f"this is node {self.node_id}; ask node {asked} itself"
                     )
                 else:
                     for name, value in self.settings.items():
@@ -106,3 +109,10 @@ class DescribeApis:
             "config_type": CONFIG_TYPE.get(kind, 2),
             "documentation": None,
         }
+
+
+def _shown(name: str, limit: int = 255) -> str:
+    """A client's resource name as an error message quotes it: cut, so that the message
+    fits a STRING (32,767 bytes) whatever the name's length (a 32,767-character name
+    made the error reply unencodable: a traceback and a closed connection)."""
+    return name if len(name) <= limit else f"{name[:limit]}... ({len(name)} characters)"

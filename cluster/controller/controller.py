@@ -46,6 +46,8 @@ NODE_CLIENT_PREFIX = "txnchaos-node-"
 MAX_PROPAGATION_WAIT_S = 10.0
 _LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
 MAX_TOPIC_NAME = 249
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+"""Names reserved for the coordinators' state: never created as ordinary topics."""
 
 
 @dataclass(slots=True)
@@ -200,6 +202,14 @@ class Controller:
         problem = topic_name_error(name)
         if problem:
             return ErrorCode.invalid_topic_exception, problem, None
+        if name in INTERNAL_TOPICS:
+            # The coordinators' own state (Kafka's internal topics, which always exist
+            # there): an ordinary topic of that name took its markers to the wrong node.
+            return (
+                ErrorCode.topic_already_exists,
+                f"Topic '{name}' is internal: the coordinators keep it.",
+                None,
+            )
         if name in self.state.topics:
             return ErrorCode.topic_already_exists, f"Topic '{name}' already exists.", None
         brokers = sorted(

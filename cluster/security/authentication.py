@@ -6,6 +6,7 @@ closes the connection (there is no response to carry the error)."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import struct
 from collections.abc import Callable
@@ -38,9 +39,17 @@ class Session:
 
 
 class Authenticator:
-    def __init__(self, mechanisms: ServerMechanisms, divert: Divert | None = None) -> None:
+    def __init__(
+        self,
+        mechanisms: ServerMechanisms,
+        divert: Divert | None = None,
+        failure_delay_s: float = 0.1,
+    ) -> None:
         self.mechanisms = mechanisms
         self.divert = divert
+        # connection.failed.authentication.delay.ms: a failed login is answered this much
+        # later (Kafka's delay; 27,597 bad logins were answered in 30 s without it).
+        self.failure_delay_s = failure_delay_s
         self._sessions: dict[int, Session] = {}
         self.successes = 0
         self.failures = 0
@@ -103,6 +112,8 @@ class Authenticator:
             session.failed = True
             self.failures += 1
             log.info("authentication of %s failed: %s", ctx.peer, exc)
+            if self.failure_delay_s > 0:
+                await asyncio.sleep(self.failure_delay_s)
             return self._refuse(ctx, SASL_AUTHENTICATION_FAILED, str(exc))
         session.principal = session.exchange.principal
         if session.principal is not None:

@@ -11,9 +11,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..server.cluster_action import NODE_ONLY_APIS, refuse_cluster_action
 from ..server.dispatch import ApiRegistry, Handler, RequestContext
 from ..server.server import CloseConnection, KafkaServer
-from .acl_apis import AclApis, AclStore, AclSync
+from .acl_apis import AclApis, AclStore, AclSync, SecurityDisabledAclApis
 from .authentication import PRE_AUTHENTICATION_APIS, Authenticator
 from .authorizer import Authorizer
 from .config import SecurityConfig
@@ -30,10 +31,14 @@ class AccessControl:
         self,
         config: SecurityConfig,
         topic_name: Callable[[uuid.UUID], str | None],
+        failed_authentication_delay_ms: int = 100,
     ) -> None:
         self.config = config
         self.topic_name = topic_name
-        self.authenticator = Authenticator(ServerMechanisms(config.mechanisms, config.users))
+        self.authenticator = Authenticator(
+            ServerMechanisms(config.mechanisms, config.users),
+            failure_delay_s=failed_authentication_delay_ms / 1000,
+        )
         self.authorizer: Authorizer | None = (
             Authorizer(config.super_users, config.allow_if_no_acl) if config.authorizer else None
         )
@@ -62,6 +67,8 @@ class AccessControl:
                 self.sync = AclSync(self.authorizer, controller, client_id, refresh_interval_s)
                 apis = AclApis(self.authorizer, None, self.sync.forward)
             apis.register(registry)
+        else:
+            SecurityDisabledAclApis().register(registry)
         for spec in registry.specs():
             if spec.api_key not in PRE_AUTHENTICATION_APIS:
                 registry.wrap(spec.api_key, self._guard(RULES.get(spec.api_key)))
@@ -79,6 +86,8 @@ class AccessControl:
         principal_of = self.authenticator.principal
         authorizer = self.authorizer
         topic_name = self.topic_name
+        inter_node = self.config.inter_node
+        nodes = None if inter_node is None else f"User:{inter_node.username}"
 
         def wrap(handler: Handler) -> Handler:
             async def guarded(ctx: RequestContext, request: Any) -> Any:
@@ -86,7 +95,13 @@ class AccessControl:
                 if principal is None:
                     log.info("closing %s: api %d before authentication", ctx.peer, ctx.api_key)
                     raise CloseConnection
-                if authorizer is None or authorizer.is_super(principal):
+                if authorizer is None:
+                    # No ACLs: every logged-in user may do everything, except what only
+                    # the nodes do (Kafka's controller listener): their own principal.
+                    if ctx.api_key in NODE_ONLY_APIS and principal != nodes:
+                        return refuse_cluster_action(ctx, request)
+                    return await handler(ctx, request)
+                if authorizer.is_super(principal):
                     return await handler(ctx, request)
                 if rule is None:
                     log.info("closing %s: api %d is for super users", ctx.peer, ctx.api_key)

@@ -17,6 +17,7 @@ import time
 from bisect import bisect_right
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import NoReturn
 
 from ..protocol.record_batch import (
     INT32_MAX,
@@ -28,6 +29,7 @@ from ..protocol.record_batch import (
 from .checkpoint import TMP_SUFFIX, fsync_dir, read_offset, write_offset
 from .config import LogConfig
 from .errors import OffsetOutOfRange
+from .log_dir import LogDir, LogDirOffline
 from .segment import LOG_SUFFIX, TXNINDEX_SUFFIX, LogSegment
 from .txn_index import AbortedTxn
 
@@ -40,9 +42,15 @@ class PartitionLog:
     """Segmented, crash-recoverable log. All offsets are absolute."""
 
     def __init__(
-        self, directory: Path, config: LogConfig, clock: Callable[[], float] = time.time
+        self,
+        directory: Path,
+        config: LogConfig,
+        clock: Callable[[], float] = time.time,
+        log_dir: LogDir | None = None,
     ) -> None:
         self.directory = Path(directory)
+        # The directory of logs this one is in: offline after any I/O error in it.
+        self.log_dir = log_dir if log_dir is not None else LogDir(self.directory)
         self.config = config
         self._clock = clock
         self._segments: list[LogSegment] = []
@@ -177,25 +185,33 @@ class PartitionLog:
         if header.base_offset != base_offset:
             batch = with_base_offset(batch, base_offset)
             header = header._replace(base_offset=base_offset)
-        seg = self.active_segment
-        if self._should_roll(seg, header):
-            seg = self.roll(base_offset)
-        seg.append(batch, header)
+        try:
+            seg = self.active_segment
+            if self._should_roll(seg, header):
+                seg = self.roll(base_offset)
+            seg.append(batch, header)
+        except OSError as exc:
+            self.fail("appending", exc)
         return header
 
     def append_parsed(self, batch: bytes | bytearray, header: BatchHeader) -> None:
         """``append`` for a caller that parsed ``header`` from ``batch`` itself and
         assigned it the log end offset (the broker's produce and marker paths), so
         nothing is parsed or checked twice."""
+        if self.log_dir.failure is not None:
+            self.log_dir.check()
         seg = self._segments[-1]  # the active segment
         if header.base_offset != seg.next_offset or header.size != len(batch):
             raise ValueError(
                 f"batch at {header.base_offset} ({header.size} bytes) does not go at the log "
                 f"end offset {self.log_end_offset} ({len(batch)} bytes given)"
             )
-        if self._should_roll(seg, header):
-            seg = self.roll(header.base_offset)
-        seg.append(batch, header)
+        try:
+            if self._should_roll(seg, header):
+                seg = self.roll(header.base_offset)
+            seg.append(batch, header)
+        except OSError as exc:
+            self.fail("appending", exc)
 
     def append_parsed_together(
         self, batches: Sequence[bytes | bytearray], headers: Sequence[BatchHeader]
@@ -204,6 +220,8 @@ class PartitionLog:
         previous one's next offset) in one write, when they all go into the active
         segment without a roll. False, appending nothing, when they do not: the caller
         then appends them one by one (so segments roll exactly where they would)."""
+        if self.log_dir.failure is not None:
+            self.log_dir.check()
         seg = self._segments[-1]
         first, last = headers[0], headers[-1]
         total = 0
@@ -222,8 +240,23 @@ class PartitionLog:
         # none of them may cross a roll condition either (the last one is the furthest).
         if len(headers) > 1 and self._rolls(seg, last.last_offset, seg.size + total, False):
             return False
-        seg.append_together(batches, headers)
+        try:
+            seg.append_together(batches, headers)
+        except OSError as exc:
+            self.fail("appending", exc)
         return True
+
+    def fail(self, what: str, exc: OSError) -> NoReturn:
+        """Take the log directory offline after an I/O error (see ``log_dir``) and raise
+        :class:`LogDirOffline`; nothing is appended to it again until a restart."""
+        if isinstance(exc, LogDirOffline):
+            raise exc
+        self.log_dir.fail(f"{what} {self.directory.name}", exc)
+        raise LogDirOffline(f"{what} {self.directory.name} failed: {exc}") from exc
+
+    @property
+    def online(self) -> bool:
+        return self.log_dir.online
 
     def _should_roll(self, seg: LogSegment, header: BatchHeader) -> bool:
         return self._rolls(seg, header.last_offset, seg.size + header.size, seg.is_empty)
@@ -279,6 +312,8 @@ class PartitionLog:
         At most ``max_bytes`` (but at least one batch when ``min_one_batch``), never a
         batch whose last offset is at/after ``max_offset``, from one segment.
         """
+        if self.log_dir.failure is not None:
+            self.log_dir.check()
         self._check_range(offset)
         if offset == self.log_end_offset:
             return b""
@@ -351,10 +386,14 @@ class PartitionLog:
         """Advance the log start offset to ``offset``; drop segments wholly below it."""
         if offset > self.log_end_offset or offset < 0:
             raise OffsetOutOfRange(offset, self._log_start_offset, self.log_end_offset)
+        self.log_dir.check()
         if offset > self._log_start_offset:
             self._log_start_offset = offset
-            self._write_log_start_offset()
-            self._delete_segments_below(offset)
+            try:
+                self._write_log_start_offset()
+                self._delete_segments_below(offset)
+            except OSError as exc:
+                self.fail("deleting records of", exc)
         return self._log_start_offset
 
     def _segment_end(self, i: int) -> int:
@@ -419,6 +458,13 @@ class PartitionLog:
     # -- lifecycle ---------------------------------------------------------------
     def flush(self) -> None:
         """fsync every segment holding unflushed offsets, then move the recovery point."""
+        self.log_dir.check()
+        try:
+            self._flush()
+        except OSError as exc:
+            self.fail("flushing", exc)
+
+    def _flush(self) -> None:
         end = self.log_end_offset
         for i, seg in enumerate(self._segments):
             if self._segment_end(i) > self._recovery_point or i == len(self._segments) - 1:
@@ -427,6 +473,13 @@ class PartitionLog:
 
     def close(self) -> None:
         if self._closed:
+            return
+        if not self.log_dir.online:
+            # No checkpoint and no clean-shutdown marker: the next open recovers it.
+            for seg in self._segments:
+                with contextlib.suppress(OSError):
+                    seg.close()
+            self._closed = True
             return
         self.active_segment.on_inactive()
         self.flush()

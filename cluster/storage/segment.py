@@ -244,14 +244,20 @@ class LogSegment:
                 view = memoryview(data)
                 while written < length:
                     written += os.pwrite(fd, view[written:], pos + written)
+            self.size = pos + length
+            if track:
+                self._track(pos, header, write_index=True)
         except OSError:
-            # Leave no torn bytes behind a failed write (e.g. disk full).
-            with contextlib.suppress(OSError):
-                os.ftruncate(fd, pos)
+            self._undo_append(pos)
             raise
-        self.size = pos + length
-        if track:
-            self._track(pos, header, write_index=True)
+
+    def _undo_append(self, pos: int) -> None:
+        """Leave no bytes of a failed append behind (a torn write, or a whole batch whose
+        index entry could not be written, e.g. on a full disk): the log is taken offline
+        by its caller, and the restart's recovery must not find the batch either."""
+        self.size = pos
+        with contextlib.suppress(OSError):
+            os.ftruncate(self.fd, pos)
 
     def append_together(
         self, batches: Sequence[bytes | bytearray], headers: Sequence[BatchHeader]
@@ -261,11 +267,15 @@ class LogSegment:
         if len(batches) == 1:
             self.append(batches[0], headers[0])
             return
-        pos = self.size
+        start = pos = self.size
         self.append(b"".join(batches), headers[0], track=False)
-        for header in headers:
-            self._track(pos, header, write_index=True)
-            pos += header.batch_length + LOG_OVERHEAD
+        try:
+            for header in headers:
+                self._track(pos, header, write_index=True)
+                pos += header.batch_length + LOG_OVERHEAD
+        except OSError:
+            self._undo_append(start)
+            raise
 
     def on_inactive(self) -> None:
         """Record the final max timestamp so a reopened segment knows it without a scan."""

@@ -24,6 +24,7 @@ the log with ``os.replace``; a crash at any point leaves either the old or the n
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import struct
@@ -32,6 +33,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import crc32c
+
+from .log_dir import LogDirOffline
 
 log = logging.getLogger(__name__)
 
@@ -132,6 +135,7 @@ class StateLog:
         self._fd: int | None = None
         self._size = 0
         self._compact_at = compact_min_bytes
+        self.failure: str | None = None  # the I/O error that took it offline
 
     # -- reading -------------------------------------------------------------------------
 
@@ -156,6 +160,7 @@ class StateLog:
 
     def _recover(self) -> list[Record]:
         self.close()
+        self.failure = None
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
             data = self.path.read_bytes()
@@ -188,17 +193,38 @@ class StateLog:
         self.append_batch((record,))
 
     def append_batch(self, records: Iterable[Record]) -> None:
-        """Append records as one frame: after a crash, all of them are there or none."""
+        """Append records as one frame: after a crash, all of them are there or none.
+
+        An I/O error (a full disk, a short write) takes the log offline: the torn frame is
+        cut off if possible, and every later append raises :class:`LogDirOffline` until
+        the log is replayed again (a restart, or the partition's next load), so no
+        acknowledged change can ever sit behind a torn frame that recovery stops at."""
+        if self.failure is not None:
+            raise LogDirOffline(f"{self.path} is offline: {self.failure}")
         frame = encode_frame(records)
         if self._fd is None:
             self._recover()
         assert self._fd is not None
-        written = os.write(self._fd, frame)  # a small frame is written whole
-        if written < len(frame):
-            _write_all(self._fd, memoryview(frame)[written:])
-        if self.fsync:
-            os.fsync(self._fd)
+        try:
+            written = os.write(self._fd, frame)  # a small frame is written whole
+            if written < len(frame):
+                _write_all(self._fd, memoryview(frame)[written:])
+            if self.fsync:
+                os.fsync(self._fd)
+        except OSError as exc:
+            self._fail(exc)
+            raise LogDirOffline(f"appending to {self.path} failed: {exc}") from exc
         self._size += len(frame)
+
+    def _fail(self, exc: OSError) -> None:
+        self.failure = str(exc)
+        log.error(
+            "%s is offline until it is loaded again, after an I/O error while appending: %s",
+            self.path,
+            exc,
+        )
+        with contextlib.suppress(OSError):
+            os.ftruncate(self._fd, self._size)  # type: ignore[arg-type]
 
     @property
     def size(self) -> int:
@@ -212,6 +238,8 @@ class StateLog:
 
     def compact(self, live: Iterable[Record]) -> None:
         """Atomically replace the file's content with ``live`` (tombstones are dropped)."""
+        if self.failure is not None:
+            raise LogDirOffline(f"{self.path} is offline: {self.failure}")
         tmp = self.path.with_name(self.path.name + ".compact.tmp")
         size = 0
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
@@ -229,6 +257,9 @@ class StateLog:
             if batch:
                 size += _write_all(fd, encode_frame(batch))
             os.fsync(fd)
+        except BaseException:
+            tmp.unlink(missing_ok=True)  # the log itself is untouched
+            raise
         finally:
             os.close(fd)
         self.close()

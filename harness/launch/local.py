@@ -45,6 +45,7 @@ from typing import Any
 
 from ...cluster.cpu_placement import CpuListError, check_cpu_list
 from .errors import LaunchError
+from .lifetime import spawn
 
 COORDINATOR_ID_BASE = 1001
 ALL_CPUS = "all"
@@ -225,6 +226,9 @@ class LocalCluster:
         self.on_ready = on_ready
         self.pids: dict[int, int | None] = {n.id: None for n in layout.nodes}
         self._procs: dict[int, subprocess.Popen[bytes]] = {}
+        # The nodes get SIGKILL when this process dies (see lifetime.py): set by the
+        # harness, which owns them for a run; `cluster up` leaves its nodes running.
+        self.die_with_harness = False
 
     # ---- construction --------------------------------------------------------------
     @classmethod
@@ -366,8 +370,9 @@ class LocalCluster:
         else:
             (directory / ADDRESSING_JSON).unlink(missing_ok=True)
         logfile = open(directory / "node.log", "ab")  # noqa: SIM115 - handed to the child
+        start = spawn if self.die_with_harness else subprocess.Popen
         try:
-            proc = subprocess.Popen(
+            proc = start(
                 self._command(spec, controller),
                 stdin=subprocess.DEVNULL,
                 stdout=logfile,

@@ -109,6 +109,7 @@ class LocalLauncher:
             list(spec.settings),
             cpus=spec.cpus or ALL_CPUS,  # a rerun on the same directory follows the scenario
         )
+        cluster.die_with_harness = True  # a run's nodes die with it, also on kill -9
         handle = LocalHandle(run_dir, spec, cluster)
         try:
             if spec.proxied:

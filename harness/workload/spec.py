@@ -6,6 +6,7 @@ workload config, which assembles the kinds' specs into its ``users`` union.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -21,6 +22,11 @@ NAME_PATTERN = r"^[A-Za-z0-9._-]+$"
 #: ``transaction.version`` our producer uses: None follows the cluster's finalized feature
 #: (TV2 where the cluster offers it, the old protocol where it does not); 0, 1 or 2 forces it.
 TransactionVersion = Annotated[int | None, Field(ge=0, le=2)]
+
+
+class UserPrepareError(RuntimeError):
+    """What a user's clients need could not be had (a release that does not exist, no JDK):
+    the workload stops before any user starts, with this one line."""
 
 
 class SpecModel(BaseModel):
@@ -56,6 +62,11 @@ class UserSpecBase(SpecModel):
     def problem_in(self, config: WorkloadConfig) -> str | None:
         """What is wrong with this user in ``config`` (``field: message``), checked once its
         topics are known to be declared; None when nothing is."""
+        return None
+
+    def prepare(self, run_dir: Path) -> None:
+        """Fetch or build what these users' clients need, once, before any user starts (the
+        run's clock then does not count it); raises :class:`UserPrepareError`."""
         return None
 
 

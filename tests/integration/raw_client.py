@@ -57,11 +57,18 @@ class RawClient:
         assert r.error_code == 0, r
         return r.producer_id, r.producer_epoch
 
-    def produce(self, topic: str, partition: int, records: bytes, acks: int = -1) -> Any:
+    def produce(
+        self,
+        topic: str,
+        partition: int,
+        records: bytes,
+        acks: int = -1,
+        transactional_id: str | None = None,
+    ) -> Any:
         r = self.request(
             0,
             10,
-            transactional_id=None,
+            transactional_id=transactional_id,
             acks=acks,
             timeout=10000,
             topic_data=[

@@ -56,6 +56,7 @@ JAAS = "org.apache.kafka.common.security.plain.PlainLoginModule required " + " "
 TOPIC_AUTHORIZATION_FAILED = 29
 GROUP_AUTHORIZATION_FAILED = 30
 CLUSTER_AUTHORIZATION_FAILED = 31
+INVALID_TXN_STATE = 48
 TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53
 SASL_AUTHENTICATION_FAILED = 58
 TXN, TOPIC, GROUP = ResourceType.TRANSACTIONAL_ID, ResourceType.TOPIC, ResourceType.GROUP
@@ -72,6 +73,16 @@ GRANTS = [
     *(grant(u, TOPIC, "acl-", ALL) for u in ("alice", "notxn", "nogroup")),
     *(grant(u, TXN, f"{u}-", WRITE) for u in ("alice", "notopic", "nogroup")),
     *(grant(u, GROUP, f"{u}-", READ) for u in ("alice", "notxn", "notopic")),
+    # an operator's abort (KIP-664) needs ALTER on the cluster, as in Kafka 4.x
+    AclBinding(
+        ResourceType.BROKER,
+        "kafka-cluster",
+        ResourcePatternType.LITERAL,
+        "User:notopic",
+        "*",
+        AclOperation.ALTER,
+        AclPermissionType.ALLOW,
+    ),
 ]
 TWO_PHASE_COMMIT = 15  # KIP-939; confluent-kafka has no enum member for it yet
 COORDINATOR = 1001  # the coordinator node (and controller): every transactional id's
@@ -258,8 +269,8 @@ def describe_transactions(cluster: LocalCluster, user: str, topic: str) -> int:
 
 
 def admin_abort(cluster: LocalCluster, user: str, topic: str) -> int:
-    """WriteTxnMarkers v1 (KIP-664's admin abort) sent by a client, as a node names itself."""
-    client = raw(cluster, 1, user, client_id=AS_NODE)
+    """WriteTxnMarkers v1 (KIP-664's admin abort: coordinator epoch -1) sent by a client."""
+    client = raw(cluster, 1, user)
     try:
         answer = client.request(
             27,
@@ -336,6 +347,7 @@ MATRIX = [
     ("describe_transactions", "notxn", TRANSACTIONAL_ID_AUTHORIZATION_FAILED),
     ("describe_transactions", "alice", 0),
     ("admin_abort", "alice", CLUSTER_AUTHORIZATION_FAILED),
+    ("admin_abort", "notopic", INVALID_TXN_STATE),  # ALTER: allowed; producer 5 has no txn
     ("verify_only", "alice", CLUSTER_AUTHORIZATION_FAILED),
     ("two_phase_init", "nogroup", TRANSACTIONAL_ID_AUTHORIZATION_FAILED),  # WRITE, no 2PC
     ("two_phase_init", "alice", 0),
@@ -579,3 +591,87 @@ def test_cluster_features_logs_in_with_a_command_config(
     assert anonymous.exit_code == 2, anonymous.output
     assert anonymous.stderr.count("\n") == 1, anonymous.stderr
     assert "--command-config" in anonymous.stderr
+
+
+def leader_of(cluster: LocalCluster, topic: str, partition: int) -> int:
+    client = raw(cluster, 1, "admin")
+    try:
+        answer = client.request(
+            3,
+            12,
+            topics=[{"name": topic, "topic_id": None}],
+            allow_auto_topic_creation=False,
+            include_topic_authorized_operations=False,
+        )
+    finally:
+        client.close()
+    return next(p.leader_id for p in answer.topics[0].partitions if p.partition_index == partition)
+
+
+def raw_produce(client: RawClient, tid: str | None, topic: str, batch: bytes) -> Any:
+    answer = client.request(
+        0,
+        10,
+        transactional_id=tid,
+        acks=-1,
+        timeout=10000,
+        topic_data=[{"name": topic, "partition_data": [{"index": 0, "records": batch}]}],
+    )
+    return answer.responses[0].partition_responses[0]
+
+
+def test_a_batch_cannot_join_another_principals_transaction(
+    sasl_cluster: LocalCluster, topic: str
+) -> None:
+    """Issue 35 item 3: alice's producer id and epoch are public (DescribeProducers); a
+    principal with topic WRITE sending a transactional batch with them, without a
+    transactional id or with one of its own, had it committed in alice's transaction."""
+    from txnchaos.cluster.protocol.records import encode_batch
+
+    coordinator = raw(sasl_cluster, COORDINATOR, "alice")
+    leader = leader_of(sasl_cluster, topic, 0)
+    alice = raw(sasl_cluster, leader, "alice")
+    intruders = [raw(sasl_cluster, leader, u) for u in ("notxn", "nogroup")]
+    try:
+        init = coordinator.request(
+            22,
+            4,
+            transactional_id="alice-victim",
+            transaction_timeout=60000,
+            producer_id=-1,
+            producer_epoch=-1,
+        )
+        pid, epoch = init.producer_id, init.producer_epoch
+        added = coordinator.request(
+            24,
+            3,
+            v3_and_below_transactional_id="alice-victim",
+            v3_and_below_producer_id=pid,
+            v3_and_below_producer_epoch=epoch,
+            v3_and_below_topics=[{"name": topic, "partitions": [0]}],
+        )
+        assert (
+            added.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code == 0
+        )
+
+        def batch(seq: int, value: bytes) -> bytes:
+            return encode_batch(
+                [value],
+                producer_id=pid,
+                producer_epoch=epoch,
+                base_sequence=seq,
+                transactional=True,
+            )
+
+        assert raw_produce(alice, "alice-victim", topic, batch(0, b"alice")).error_code == 0
+        # no transactional id: Kafka refuses the whole request
+        refused = raw_produce(intruders[0], None, topic, batch(1, b"intruder"))
+        assert refused.error_code == TRANSACTIONAL_ID_AUTHORIZATION_FAILED, refused
+        # its own transactional id (WRITE on nogroup-*), alice's producer id
+        refused = raw_produce(intruders[1], "nogroup-own", topic, batch(1, b"intruder"))
+        assert refused.error_code == 49, refused  # INVALID_PRODUCER_ID_MAPPING
+        assert alice.latest_offset(topic, 0) == 1  # only alice's record is in the log
+        assert raw_produce(alice, "alice-victim", topic, batch(1, b"alice-2")).error_code == 0
+    finally:
+        for c in (coordinator, alice, *intruders):
+            c.close()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -13,10 +14,25 @@ from confluent_kafka.admin import AdminClient
 
 from txnchaos.cluster.protocol.records import encode_batch
 
+from ..conftest import start_cluster
 from .raw_client import AS_NODE, RawClient
 from .test_produce_consume import create_topic
 
 pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A cluster whose brokers do not verify transactional writes (KIP-890): these tests
+    play the coordinator themselves, with producer ids no coordinator handed out."""
+    cluster = start_cluster(
+        tmp_path_factory.mktemp("markers-raw"),
+        brokers=2,
+        settings=["transaction.partition.verification.enable=false"],
+    )
+    yield cluster.state()["bootstrap"]
+    cluster.down()
+
 
 UNKNOWN_TOPIC_OR_PARTITION = 3
 NOT_LEADER_OR_FOLLOWER = 6
@@ -64,7 +80,9 @@ def produce_txn(client: RawClient, topic: str, pid: int, epoch: int, seq: int, v
     batch = encode_batch(
         values, producer_id=pid, producer_epoch=epoch, base_sequence=seq, transactional=True
     )
-    r = client.produce(topic, 0, batch)
+    # A transactional batch comes with its transactional id (as Kafka requires); with
+    # verification off no coordinator is asked about these hand-made producer ids.
+    r = client.produce(topic, 0, batch, transactional_id=f"raw-{pid}")
     assert r.error_code == 0, r
     return r.base_offset
 

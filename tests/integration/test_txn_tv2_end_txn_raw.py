@@ -36,6 +36,7 @@ TOPIC = "tv2"
 LAST = MAX_EPOCH - 1  # the last epoch a client may hold
 NONE = 0
 INVALID_PRODUCER_EPOCH = 47
+INVALID_PRODUCER_ID_MAPPING = 49
 CONCURRENT_TRANSACTIONS = 51
 PRODUCER_FENCED = 90
 RETRIABLE = {14, 15, 16, 51}  # coordinator loading / not available / not coordinator
@@ -107,7 +108,7 @@ class Txn:
         batch = encode_batch(
             values, producer_id=pid, producer_epoch=epoch, base_sequence=seq, transactional=True
         )
-        return int(self.client.produce(TOPIC, 0, batch).error_code)
+        return int(self.client.produce(TOPIC, 0, batch, transactional_id=self.txn_id).error_code)
 
     def end(self, pid: int, epoch: int, commit: bool) -> tuple[int, int, int]:
         r = self.call(
@@ -224,8 +225,10 @@ def test_overflow_moves_onto_a_new_producer_id(cluster: LocalCluster) -> None:
         assert txn.end(pid, LAST, True) == (NONE, new_pid, 0)
         crash_and_restart(cluster, txn)
         assert txn.end(pid, LAST, True) == (NONE, new_pid, 0)
-        # The old producer id is closed at Short.MaxValue by the marker.
-        assert txn.produce(pid, LAST, 1, [b"zombie"]) in (INVALID_PRODUCER_EPOCH, PRODUCER_FENCED)
+        # The old producer id is closed at Short.MaxValue by the marker; the coordinator
+        # no longer maps the transactional id to it (verification, as Kafka answers).
+        zombie = txn.produce(pid, LAST, 1, [b"zombie"])
+        assert zombie in (INVALID_PRODUCER_EPOCH, PRODUCER_FENCED, INVALID_PRODUCER_ID_MAPPING)
         assert txn.transaction(new_pid, 0, [b"first"], True) == (NONE, new_pid, 1)
         assert txn.end(pid, LAST, True)[0] != NONE  # no longer a retry
         assert committed_values(cluster) == [b"last", b"first"]

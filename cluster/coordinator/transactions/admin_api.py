@@ -4,13 +4,13 @@ DescribeTransactions v0 (sent to each id's coordinator)."""
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
 from ...server.dispatch import ApiRegistry, RequestContext
 from .coordinator import TransactionCoordinator
+from .id_pattern import InvalidPattern, id_matcher
 
 
 class TransactionAdminApis:
@@ -26,8 +26,8 @@ class TransactionAdminApis:
             return ctx.respond(throttle_time=0, error_code=0, transaction_states=[])
         pattern_text = getattr(request, "transactional_id_pattern", None)
         try:
-            pattern = re.compile(pattern_text) if pattern_text else None
-        except re.error as exc:
+            matches = id_matcher(pattern_text) if pattern_text else None
+        except InvalidPattern as exc:
             return ctx.respond(
                 throttle_time=0,
                 error_code=ErrorCode.invalid_regular_expression,
@@ -40,11 +40,7 @@ class TransactionAdminApis:
             request.producer_id_filters,
             getattr(request, "duration_filter", -1),
         )
-        listed = [
-            t
-            for t in result.transactions
-            if pattern is None or pattern.fullmatch(t.transactional_id)
-        ]
+        listed = [t for t in result.transactions if matches is None or matches(t.transactional_id)]
         return ctx.respond(
             throttle_time=0,
             error_code=result.error,

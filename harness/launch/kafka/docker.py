@@ -47,7 +47,6 @@ from ..base import (
 )
 from ..docker import (
     LABEL_LAUNCHER,
-    LABEL_OWNER,
     LABEL_RUN,
     STOP_GRACE_S,
     _client,
@@ -56,6 +55,7 @@ from ..docker import (
     remove_run,
 )
 from ..errors import LaunchError
+from ..owner import this_harness
 from .cluster import FLAVOUR, JVM_OPTIONS, LOG_OPTIONS, format_storage
 from .image import ensure_image
 from .launcher import KafkaMesh, lost_request_recovery_ms
@@ -194,7 +194,7 @@ class KafkaDockerHandle(ClusterHandle):
         return f"txnchaos-{self.run_id}-kafka-n{node_id}"
 
     def _labels(self) -> dict[str, str]:
-        return {LABEL_RUN: self.run_id, LABEL_LAUNCHER: "docker", LABEL_OWNER: str(os.getpid())}
+        return {LABEL_RUN: self.run_id, LABEL_LAUNCHER: "docker", **this_harness().labels()}
 
     # ---- start ---------------------------------------------------------------------------
     def start(self) -> None:

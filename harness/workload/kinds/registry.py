@@ -15,6 +15,9 @@ from . import (
     dual_writer,
     eos_copier,
     idempotent_producer,
+    java_eos_copier,
+    java_read_committed_consumer,
+    java_transactional_producer,
     read_committed_consumer,
     transactional_producer,
     tv2_copier,
@@ -30,6 +33,9 @@ KINDS: tuple[UserKind, ...] = (
     tv2_producer.KIND,
     tv2_copier.KIND,
     dual_writer.KIND,
+    java_transactional_producer.KIND,
+    java_read_committed_consumer.KIND,
+    java_eos_copier.KIND,
 )
 
 BY_NAME: dict[str, UserKind] = {k.name: k for k in KINDS}

@@ -1,7 +1,7 @@
 """Every catalogue entry runs in the suite, failing and defended: whole (`txnchaos repro
 NAME`, every configuration) in test_repro_{isolation,hanging,two_phase}_runs.py, or — the
 three late-request entries of KIP-890 — together in test_late_request_cases.py. Every
-entry on several seeds is `bench/detection.py` (its matrix is in the README)."""
+entry on several seeds is `bench/detection.py` (its matrix is in docs/repro.md)."""
 
 from __future__ import annotations
 
