@@ -4,7 +4,8 @@ Both clusters run side by side, each 2 brokers and 1 coordinator-side node (ours
 coordinator node; Apache Kafka: a KRaft controller, its transaction coordinators on the
 brokers), both at their default transaction.version (2), no proxies. The phases alternate
 between the clusters, ``--rounds`` times over, and each figure is the median of the
-rounds, so both see the machine's load of the moment:
+rounds, so both see the machine's load of the moment (an unmeasured warm-up phase on each
+cluster first: its coordinators loaded, Kafka's JIT warm):
 
 * committed transactions/s with 1 and with 8 transactional producers, and their commit
   latency p50/p99 (``bench/transactions.py``'s producer: 10 x 100 B records per
@@ -17,19 +18,21 @@ records), from /proc: steadier than rates on a shared machine, and the AddPartit
 requests the clients sent per transaction, with Kafka's CONCURRENT_TRANSACTIONS answers among
 them (from the nodes' metrics): what explains a gap.
 
-Clients. ``--clients librdkafka`` (the default) is the only one today. The Java client's
-column comes from the official Java client user kind (issue 33, section 2): register its
-worker in :data:`TXN_WORKERS` under ``"java"`` (same signature as
-``transactions.run_producer``: bootstrap, transactional id, seconds, latencies list,
-partitions -> transactions committed) and ``--clients librdkafka,java`` measures both.
+Clients. ``--clients librdkafka,java`` (the default: both): librdkafka through
+confluent-kafka (``bench/transactions.py``'s worker) and the official Java client
+(``bench/java_worker.py``: kafka-clients of the Java user kind's default release, one JVM per
+producer). Every producer is created and initialised before the phase's clock starts (a
+barrier: eight JVMs take seconds to start on a loaded machine), and a phase's rate is the
+transactions committed in its ``--seconds`` window.
 
 Run: .venv/bin/python bench/vs_kafka.py [--seconds 10] [--rounds 3] [--records 300000]
-     [--kafka-version 4.4.0] [--clients librdkafka]
+     [--kafka-version 4.4.0] [--clients librdkafka,java]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import re
 import shutil
@@ -44,8 +47,9 @@ from typing import Any
 
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
+from java_worker import run_java
 from proc_cpu import cpu_times  # bench/ is sys.path[0] as a script
-from transactions import RECORDS_PER_TXN, TOPIC, run_producer
+from transactions import RECORD_BYTES, RECORDS_PER_TXN, TOPIC, run_producer
 
 from txnchaos.harness.launch.kafka.cluster import KafkaCluster
 from txnchaos.harness.launch.kafka.release import DEFAULT_VERSION
@@ -53,10 +57,47 @@ from txnchaos.harness.launch.local import LocalCluster
 
 PARTITIONS = 6
 PRODUCE_TOPIC = "bench-produce"
-TxnWorker = Callable[[str, str, float, list[float], int], int]
-#: the transactional producer of each client column (see the module docstring: "java")
-TXN_WORKERS: dict[str, TxnWorker] = {"librdkafka": run_producer}
+#: a producer's transactions: (bootstrap, transactional id, seconds, latencies, partitions,
+#: ready) -> committed; ``ready()`` is called once the producer is initialised, the clock
+#: starts after it
+TxnWorker = Callable[[str, str, float, list[float], int, Callable[[], None]], int]
 
+
+def _librdkafka(
+    bootstrap: str,
+    txn_id: str,
+    seconds: float,
+    latencies: list[float],
+    partitions: int,
+    ready: Callable[[], None],
+) -> int:
+    ready()  # a librdkafka producer initialises in milliseconds: inside its window
+    return run_producer(bootstrap, txn_id, seconds, latencies, partitions)
+
+
+def _java(
+    bootstrap: str,
+    txn_id: str,
+    seconds: float,
+    latencies: list[float],
+    partitions: int,
+    ready: Callable[[], None],
+) -> int:
+    return run_java(
+        bootstrap,
+        txn_id,
+        seconds,
+        latencies,
+        partitions,
+        topic=TOPIC,
+        records=RECORDS_PER_TXN,
+        record_bytes=RECORD_BYTES,
+        ready=ready,
+    )
+
+
+#: the transactional producer of each client column
+TXN_WORKERS: dict[str, TxnWorker] = {"librdkafka": _librdkafka, "java": _java}
 
 _KAFKA_REQ = re.compile(
     r'^kafka_network_requestmetrics_requests_total\{request="AddPartitionsToTxn",'
@@ -147,25 +188,43 @@ def transactions(
 ) -> dict[str, float]:
     latencies: list[list[float]] = [[] for _ in range(producers)]
     counts = [0] * producers
+    errors: list[BaseException] = []
+    barrier = threading.Barrier(producers + 1)
+
+    def ready() -> None:
+        barrier.wait(300)
 
     def work(i: int) -> None:
         txn_id = f"vs-{label}-{producers}-{i}-{time.monotonic_ns()}"
-        counts[i] = worker(target.bootstrap, txn_id, seconds, latencies[i], PARTITIONS)
+        try:
+            counts[i] = worker(
+                target.bootstrap,
+                txn_id,
+                seconds,
+                latencies[i],
+                PARTITIONS,
+                ready,
+            )
+        except BaseException as e:  # reported below; the others must not wait for it
+            errors.append(e)
+            barrier.abort()
 
     threads = [threading.Thread(target=work, args=(i,)) for i in range(producers)]
-    cpu0 = target.cpu()
-    served0, busy0 = target.add_partitions()
-    started = time.perf_counter()
     for t in threads:
         t.start()
+    with contextlib.suppress(threading.BrokenBarrierError):  # a worker failed: raised below
+        barrier.wait(300)  # every producer initialised
+    cpu0 = target.cpu()
+    served0, busy0 = target.add_partitions()
     for t in threads:
         t.join()
-    elapsed = time.perf_counter() - started
+    if errors:
+        raise SystemExit(f"{target.name}, {label} x{producers}: {errors[0]!r}")
     merged = sorted(x for lat in latencies for x in lat)
     total = max(sum(counts), 1)
     served, busy = target.add_partitions()
     return {
-        "rate": sum(counts) / elapsed,
+        "rate": sum(counts) / seconds,
         "p50": statistics.median(merged) * 1000,
         "p99": merged[min(len(merged) - 1, int(len(merged) * 0.99))] * 1000,
         "cpu_ms": (target.cpu() - cpu0) * 1000 / total,
@@ -216,14 +275,13 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--records", type=int, default=300_000)
     parser.add_argument("--kafka-version", default=DEFAULT_VERSION)
-    parser.add_argument("--clients", default="librdkafka")
+    parser.add_argument("--clients", default="librdkafka,java")
     args = parser.parse_args()
     clients = [c.strip() for c in args.clients.split(",") if c.strip()]
     for c in clients:
         if c not in TXN_WORKERS:
             parser.error(
-                f"--clients {c}: no worker registered (TXN_WORKERS has {sorted(TXN_WORKERS)}; "
-                "the Java client's comes with its user kind, see this file's docstring)"
+                f"--clients {c}: not a client here (one of {', '.join(sorted(TXN_WORKERS))})"
             )
     root = Path(tempfile.mkdtemp(prefix="txnchaos-bench-vs-kafka-"))
     targets: list[Target] = []
@@ -236,6 +294,8 @@ def main() -> None:
             f"per txn over {PARTITIONS} partitions; {os.cpu_count()} cores; "
             f"{args.rounds} rounds of {args.seconds:g} s phases; load {os.getloadavg()[0]:.1f}"
         )
+        for t in targets:  # unmeasured: coordinators loaded, JIT warm, connections made
+            transactions(t, TXN_WORKERS["librdkafka"], 8, args.seconds, "warm-up")
         results: dict[tuple[str, str], list[dict[str, float]]] = {}
         for r in range(args.rounds):
             for client in clients:
@@ -295,7 +355,6 @@ def print_table(
         f"| idempotent produce: cluster CPU ms per 1,000 records | {median(a, 'cpu_ms'):.2f} | "
         f"{median(b, 'cpu_ms'):.2f} | {median(a, 'cpu_ms') / median(b, 'cpu_ms'):.2f} |"
     )
-    print("| Java client (official) | — | — | comes with its user kind (TXN_WORKERS['java']) |")
     print(f"(load now {os.getloadavg()[0]:.1f}; medians of the rounds)")
 
 
