@@ -138,8 +138,7 @@ fi
 
 # ---------------------------------------------------------------- maven (Apache Kafka's releases)
 # `--launcher kafka` and its tests fetch Apache Kafka's release jars from Maven Central with
-# mvn (harness/maven.py), once per release into ~/.cache/txnchaos; setpriv (util-linux) ties
-# the Kafka JVMs' lives to the harness's.
+# mvn (harness/maven.py), once per release into ~/.cache/txnchaos.
 if command -v mvn >/dev/null 2>&1; then
     log "maven: $(mvn -v 2>/dev/null | head -n 1 | sed 's/\x1b\[[0-9;]*m//g')"
 else
@@ -147,7 +146,6 @@ else
     command -v mvn >/dev/null 2>&1 || die "mvn still missing after installing maven"
     log "maven: $(mvn -v 2>/dev/null | head -n 1 | sed 's/\x1b\[[0-9;]*m//g')"
 fi
-command -v setpriv >/dev/null 2>&1 || apt_install util-linux
 
 # ---------------------------------------------------------------- the Java client program
 # The java_* workload kinds run the official Java client through a small program

@@ -31,6 +31,7 @@ from txnchaos.harness.launch.base import ClusterSpec
 from txnchaos.harness.launch.kafka.cluster import KafkaCluster
 from txnchaos.harness.launch.kafka.launcher import KafkaHandle, KafkaLauncher, KafkaMesh
 from txnchaos.harness.launch.kafka.release import DEFAULT_VERSION
+from txnchaos.harness.launch.owner import OWNER_ENV, Owner
 from txnchaos.harness.launch.probe import brokers_seen
 from txnchaos.harness.workload.final_read import list_ends
 
@@ -295,6 +296,15 @@ def test_the_jvms_die_with_a_killed_harness(tmp_path: Path) -> None:
         assert len(pids) == 1 and alive(pids[0])
         state = json.loads((tmp_path / "run" / "cluster-state.json").read_text())
         assert state["nodes"][0]["role"] == "broker+controller"
+        # started as the project's nodes are (launch/lifetime.py): named as this harness's,
+        # so that `txnchaos cleanup` finds what a dead run left
+        environ = dict(
+            e.decode().partition("=")[::2]
+            for e in Path(f"/proc/{pids[0]}/environ").read_bytes().split(b"\0")
+            if e
+        )
+        owner = Owner.parse(environ.get(OWNER_ENV, ""))
+        assert owner is not None and owner.pid == harness.pid
     finally:
         os.kill(harness.pid, signal.SIGKILL)
         harness.wait()
