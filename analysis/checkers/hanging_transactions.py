@@ -7,9 +7,13 @@ the coordinator lists partitions). (d) lso_stall: over the run (harness LSO/high
 samples), a partition's LSO stood still while its high watermark moved, and stayed below the
 high watermark for longer than the producers' transaction.timeout.ms plus the abort-cleanup
 interval (10 s) plus 5 s of sampling slack (the stall is timed from the first sample where the
-high watermark is above the LSO: an idle partition is not stalled). Counts: (a) partitions,
-(b) producer ids, (c) open partition transactions, (d) stall episodes. (a)-(c) need
-final_state.json; (d) needs harness samples."""
+high watermark is above the LSO: an idle partition is not stalled); when a node-to-node request
+or response was lost on a live connection (a drop or blackhole on an nA->nB link) from that
+allowance before the stall to its end, plus the time the cluster's nodes take to notice and
+retry it (run.json's cluster.lost_request_recovery_ms: Apache Kafka's request.timeout.ms,
+30 s by default; none for the project's nodes, which probe a silent request within seconds).
+Counts: (a) partitions, (b) producer ids, (c) open partition transactions, (d) stall episodes.
+(a)-(c) need final_state.json; (d) needs harness samples."""
 
 from __future__ import annotations
 
@@ -20,6 +24,7 @@ from pyspark.sql import functions as F
 
 from ...harness.history.final_state import CoordinatorTransaction, OpenTransaction
 from ...harness.history.schema import MetricName
+from ..reference.hanging import lost_request_recovery_ms, stall_allowance_ms
 from .base import CheckOutput, definition, row
 from .context import CheckContext
 from .protocol import Reads
@@ -163,13 +168,19 @@ def _stalls(ctx: CheckContext, out: CheckOutput) -> bool:
         F.max_by("hw", "time_ns").alias("hw_end"),
         F.count(F.lit(1)).alias("samples"),
     )
-    allowed_ms = ctx.data.run.transaction_timeout_ms + ABORT_CLEANUP_INTERVAL_MS + SAMPLING_SLACK_MS
+    base_ms = ctx.data.run.transaction_timeout_ms + ABORT_CLEANUP_INTERVAL_MS + SAMPLING_SLACK_MS
+    recovery_ms = lost_request_recovery_ms(ctx.data.run.info)
     stalls = runs.filter(
         (F.col("hw_end") > F.col("hw_start"))
         & (F.col("hw_end") > F.col("lso"))
-        & ((F.col("end_ns") - F.col("behind_ns")) > F.lit(allowed_ms * 1_000_000))
+        & ((F.col("end_ns") - F.col("behind_ns")) > F.lit(base_ms * 1_000_000))
     ).collect()
     for r in stalls:
+        allowed_ms = stall_allowance_ms(
+            base_ms, ctx.data.faults, r["behind_ns"], r["end_ns"], recovery_ms
+        )
+        if r["end_ns"] - r["behind_ns"] <= allowed_ms * 1_000_000:
+            continue
         faults = [
             f
             for f in ctx.data.faults
