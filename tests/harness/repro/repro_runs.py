@@ -92,3 +92,7 @@ HANGING = [
     "write-before-add-partitions",
 ]
 TWO_PHASE = ["prepared-transaction-timed-out", "prepared-transaction-aborted-by-init"]
+#: Entries whose every configuration is an Apache Kafka release: the suite runs two reported
+#: bugs on their releases (test_repro_kafka_releases.py); these run in bench/detection.py and
+#: the nightly job (docs/reproducing-bugs.md), as a release takes minutes to run on CI.
+ON_RELEASES_ONLY = ["coordinator-reload-loses-pending-markers"]
