@@ -92,6 +92,18 @@ BUG_SWITCHES: tuple[BugSwitch, ...] = (
         "the external coordinator committed is lost from Kafka",
         site="cluster/coordinator/transactions/coordinator.py TransactionCoordinator._init",
     ),
+    BugSwitch(
+        setting="txnchaos.bug.tv2.fence.epoch.overflow",
+        field="tv2_fence_epoch_overflow",
+        report="KAFKA-19367 (InitProducerId or a timeout under TV2 bumps the epoch twice)",
+        design="KIP-890, Bump Epoch on Each Transaction for New Clients: epoch overflow",
+        symptom="a transaction open at the last usable epoch (32,766) that the coordinator "
+        "must fence (its timeout, or a new producer instance) cannot be aborted: the fence "
+        "and the TV2 abort bump the epoch past Short.MAX_VALUE and the abort fails, every "
+        "time; the transaction stays open and its partitions' LSO behind",
+        site="cluster/coordinator/transactions/metadata.py "
+        "TransactionMetadata.prepare_fence_and_abort",
+    ),
 )
 
 BY_SETTING: dict[str, BugSwitch] = {b.setting: b for b in BUG_SWITCHES}
@@ -108,6 +120,7 @@ class BugSwitches:
     fetch_ignores_aborted_index: bool = False
     two_phase_commit_timeout: bool = False
     init_aborts_prepared_transaction: bool = False
+    tv2_fence_epoch_overflow: bool = False
 
     @classmethod
     def from_settings(cls, settings: Any) -> BugSwitches:
