@@ -87,8 +87,8 @@ def our_producer_config(worker: Worker, transactional_id: str) -> ProducerConfig
     if wrong:
         extra["misbehavior"] = Misbehavior(**wrong.client_misbehavior())
     restarts = getattr(worker.spec, "reinitializations", 0)
-    if restarts:
-        extra["reinitializations"] = restarts
+    if restarts and not getattr(worker, "reinitialized", False):
+        extra["reinitializations"] = restarts  # once: a producer opened again goes on from there
     conf = worker.producer_conf(transactional_id)
     return our_config(conf, worker.spec.transaction_version, **extra)
 
@@ -123,6 +123,7 @@ class Tv2ProducerWorker(TransactionalProducerWorker):
     def __init__(self, spec: Any, ctx: WorkerContext, process: str, index: int) -> None:
         super().__init__(spec, ctx, process, index)
         self.steps = 0
+        self.reinitialized = False  # spec.reinitializations happen at the first open only
 
     def open_clients(self) -> None:
         from ..late_requests import LateRequestProducer
@@ -130,6 +131,7 @@ class Tv2ProducerWorker(TransactionalProducerWorker):
         late = self.spec.misbehavior.late_request != "none"
         client_class = LateRequestProducer if late else None
         self.client = our_producer(self, self.transactional_id, None, client_class)
+        self.reinitialized = True
 
     def transaction(self) -> Outcome:
         """Every ``late_every``-th one a late-request transaction pair, if asked for."""
