@@ -65,8 +65,9 @@ class ProducerConfig:
     retry_backoff_ms: int = 100
     metadata_max_age_ms: int = 30_000
     misbehavior: Misbehavior = field(default_factory=Misbehavior)
-    #: ``init_transactions`` sends InitProducerId this many times more, as a producer
-    #: restarted that often would: each bumps the epoch by one (the coordinator gives a new
+    #: ``init_transactions`` sends InitProducerId this many times more, with its current
+    #: producer id and epoch (KIP-360, as a producer recovering from that many errors):
+    #: each bumps the epoch by one, a retry does not bump twice (the coordinator gives a new
     #: producer id once the epoch is exhausted, 32,766). A run thus reaches the epochs a
     #: long-lived producer reaches (under TV2 every transaction bumps the epoch).
     reinitializations: int = 0
