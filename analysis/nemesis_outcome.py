@@ -81,3 +81,16 @@ def error_text(error: dict[str, Any]) -> str:
     return f"action {error['action']} {error.get('kind')}: {error['step']} failed{when}: " + str(
         error["error"]
     )
+
+
+def no_chaos(section: dict[str, Any] | None) -> str | None:
+    """Why the run tested no chaos although its scenario asked for some (faults scheduled, none
+    applied: all failed or never reached), or None.  A scenario without a nemesis schedules
+    nothing and is no chaos run; a random mix always schedules at least one fault."""
+    if not section or not section.get("scheduled") or section.get("applied"):
+        return None
+    parts = [f"{section['scheduled']} scheduled"]
+    for key, words in (("failed", "failed"), ("not_reached", "never reached")):
+        if section.get(key):
+            parts.append(f"{section[key]} {words}")
+    return f"no fault was applied ({', '.join(parts)})"

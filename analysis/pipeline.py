@@ -45,6 +45,7 @@ from .engine import (
     tune_session,
 )
 from .fault_actions import read_schedule
+from .findings import read_findings
 from .load import load_run, prepare_run, unreadable_file
 from .load_stats import load_stats
 from .nemesis_outcome import read_nemesis_section
@@ -323,6 +324,7 @@ def analyze(
     checkers = checker_verdicts(outputs, counts, ex)
     schedule, schedule_note = read_schedule(run_dir)
     nemesis, nemesis_note = read_nemesis_section(run_dir, schedule)
+    findings, findings_note = read_findings(run_dir, schedule, data.run.info)
     verdict = Verdict(
         run_dir=str(run_dir),
         status=overall_status(checkers),
@@ -344,8 +346,9 @@ def analyze(
         },
         faults=data.faults,
         run=data.run.info,
-        notes=list(run.notes) + [n for n in (schedule_note, nemesis_note) if n],
+        notes=list(run.notes) + [n for n in (schedule_note, nemesis_note, findings_note) if n],
         nemesis=nemesis,
+        findings=findings,
         engine=SPARK,
     )
     timings["total_s"] = time.perf_counter() - t0

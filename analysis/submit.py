@@ -1,5 +1,5 @@
 """``spark-submit`` entry point: judge a run directory on the master and settings spark-submit
-gives (README, "Judging on a Spark cluster")::
+gives (docs/report.md, "Judging on a Spark cluster")::
 
     spark-submit --master spark://HOST:7077 "$(python -m txnchaos.analysis.submit --path)" \\
         RUN_DIR [--input-uri URI]

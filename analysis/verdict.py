@@ -45,6 +45,9 @@ class Verdict:
     engine: str | None = None
     #: how the nemesis carried out its schedule (nemesis_outcome.py); None: no nemesis log
     nemesis: dict[str, Any] | None = None
+    #: what the run found besides anomalies (findings.py): client crashes; each one makes the
+    #: exit code 1 without touching the cluster's status
+    findings: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def valid(self) -> bool:
@@ -52,7 +55,7 @@ class Verdict:
 
     @property
     def exit_code(self) -> int:
-        return 1 if self.status == INVALID else 0
+        return 1 if self.status == INVALID or self.findings else 0
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
@@ -76,7 +79,12 @@ class Verdict:
         engine = f", judged by {self.engine}" if self.engine else ""
         cluster = self.cluster_name()
         on = f" on {cluster}" if cluster else ""
-        lines = [f"verdict: {self.status.upper()}{on}  ({self.run_dir}{engine})"]
+        found = ""
+        if self.findings:
+            kinds = sorted({str(f.get("kind")).replace("_", " ") for f in self.findings})
+            n = len(self.findings)
+            found = f", {n} FINDING{'S' if n > 1 else ''} ({', '.join(kinds)})"
+        lines = [f"verdict: {self.status.upper()}{on}{found}  ({self.run_dir}{engine})"]
         for c in self.checkers.values():
             detail = (
                 ", ".join(f"{k}={v}" for k, v in c.counts.items() if v) if c.anomaly_count else ""
@@ -96,6 +104,13 @@ class Verdict:
 
             lines.append(f"  nemesis: {describe(self.nemesis)}")
             lines += [f"  nemesis error: {error_text(e)}" for e in self.nemesis["errors"]]
+        if self.findings:
+            from .findings import finding_line
+
+            lines += [f"  FINDING {finding_line(f)}" for f in self.findings]
+            repeat = next((f["repeat"] for f in self.findings if f.get("repeat")), None)
+            if repeat:
+                lines.append(f"  repeat: {repeat}")
         return "\n".join(lines)
 
 

@@ -100,7 +100,7 @@ def main() -> None:
                 base = out / name / config_name
                 base.mkdir(parents=True, exist_ok=True)
                 scenario_file = base / f"seed{seed}.yaml"
-                write_scenario(derived_scenario(entry, config, seed), scenario_file)
+                write_scenario(derived_scenario(entry, config, seed, config_name), scenario_file)
                 run_dir = base / f"seed{seed}"
                 code, wall = run_one(scenario_file, run_dir, ReproOptions(out=base))
                 verdict, anomalies = judge(run_dir, code)

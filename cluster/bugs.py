@@ -104,6 +104,17 @@ BUG_SWITCHES: tuple[BugSwitch, ...] = (
         site="cluster/coordinator/transactions/metadata.py "
         "TransactionMetadata.prepare_fence_and_abort",
     ),
+    BugSwitch(
+        setting="txnchaos.bug.unknown.producer.strict",
+        field="unknown_producer_strict",
+        report="KAFKA-7190 (Kafka <= 2.4: UNKNOWN_PRODUCER_ID after retention removed a "
+        "producer's records)",
+        design="KIP-360, Motivation: UNKNOWN_PRODUCER_ID for a producer the partition lost",
+        symptom="a write of a producer whose state the partition no longer has, at a "
+        "non-zero sequence, gets UNKNOWN_PRODUCER_ID (Kafka >= 2.5 accepts it): the "
+        "clients' KIP-360 recovery (abort, InitProducerId with id and epoch) runs",
+        site="cluster/broker/producer_state.py ProducerStateManager.validate",
+    ),
 )
 
 BY_SETTING: dict[str, BugSwitch] = {b.setting: b for b in BUG_SWITCHES}
@@ -121,6 +132,7 @@ class BugSwitches:
     two_phase_commit_timeout: bool = False
     init_aborts_prepared_transaction: bool = False
     tv2_fence_epoch_overflow: bool = False
+    unknown_producer_strict: bool = False
 
     @classmethod
     def from_settings(cls, settings: Any) -> BugSwitches:

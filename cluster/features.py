@@ -9,10 +9,16 @@ FeatureControlManager: a level outside the supported range is refused; a lower l
 needs a (safe or unsafe) downgrade type and a higher one an upgrade; level 0 removes
 the feature from the finalized set.
 
-TV0 models a cluster from before KIP-890 (no defenses); TV1 turns on the broker's
-verification of old clients' transactional writes (when
-``transaction.partition.verification.enable``); TV2 adds the new protocol (Produce
-v12 / EndTxn v5, an epoch per transaction).
+As in Apache Kafka, the level gates the transaction log's records and nothing else:
+level 0 keeps the coordinator's values at version 0, which cannot carry a TV2
+client's fields, so a request with TV2 semantics (Produce v12, TxnOffsetCommit v5,
+EndTxn v5) is refused with UNSUPPORTED_VERSION there; from level 1 on the values are
+version 1 and every request is served by its own version's rules (TV2 semantics
+follow the request version, not the level). The broker's verification of old
+clients' transactional writes (KIP-890 part 1) is governed by
+``transaction.partition.verification.enable`` alone, at every level (Kafka's
+ReplicaManager reads the setting, never the feature). Level 2 is what tells new
+clients (Kafka's own, ours) to speak the TV2 protocol.
 """
 
 from __future__ import annotations
@@ -43,9 +49,12 @@ def transaction_version(view: _HasFeatures) -> int:
     return view.features.get(TRANSACTION_VERSION, 0)
 
 
-def verification_enabled(view: _HasFeatures, setting: bool) -> bool:
-    """KIP-890 part 1 on this node: the setting is on and the cluster is at TV1 or more."""
-    return setting and transaction_version(view) >= 1
+def writes_tv2_records(level: int | None) -> bool:
+    """Whether the coordinator may write a TV2 client's state at this finalized level
+    (None: unknown, e.g. a coordinator unit without a cluster): not at level 0, whose
+    version-0 values cannot carry the client's transaction version (Kafka's
+    TransactionLogValue refuses to write it, and the request gets UNSUPPORTED_VERSION)."""
+    return level is None or level >= 1
 
 
 def finalized(levels: dict[str, int]) -> dict[str, int]:

@@ -52,7 +52,7 @@ from .coordinator.transactions.config import TxnConfig
 from .coordinator.transactions.coordinator import TransactionCoordinator
 from .coordinator.transactions.factory import create_transaction_coordinator
 from .coordinator.transactions.init_producer_id_api import InitProducerIdApi
-from .features import SUPPORTED, transaction_version, verification_enabled
+from .features import SUPPORTED
 from .metadata_source import LocalMetadataSource, MetadataSource, RemoteMetadataSource
 from .metrics import (
     NodeMetrics,
@@ -64,9 +64,10 @@ from .metrics import (
 )
 from .net.client import use_sasl_for_peers
 from .producer_ids import ProducerIdBlocks
+from .security.acl_apis import SecurityDisabledAclApis
 from .security.install import AccessControl
 from .security.metrics import AuthenticationMetrics
-from .server.cluster_action import admin_prefixes, guard_server_only_apis
+from .server.cluster_action import guard_server_only_apis
 from .server.dispatch import ApiRegistry
 from .server.limits import ConnectionLimits
 from .server.server import KafkaServer, register_api_versions
@@ -230,29 +231,25 @@ class Node:
 
         self.producer_ids = ProducerIdBlocks(self.source)
         # KIP-890 part 1: brokers (Produce) and group coordinators (TxnOffsetCommit)
-        # verify with the transaction coordinator when the cluster is at TV1+.
+        # verify old clients' first writes with the transaction coordinator while
+        # transaction.partition.verification.enable is on, at every transaction.version
+        # (as Kafka); TV2 requests (Produce v12, TxnOffsetCommit v5) always have the
+        # coordinator add the partition.
         self.verifier = TxnVerifier(
             self.placement, self.node_address, client_id=f"{NODE_CLIENT_PREFIX}{cfg.node_id}"
         )
         verify_setting = cfg.settings.get("transaction.partition.verification.enable")
 
         def verification_active() -> bool:
-            return verification_enabled(source.view(), verify_setting)
+            return bool(verify_setting)
 
-        self.offsets_verification = TxnOffsetVerification(
-            self.verifier, verification_active, lambda: transaction_version(source.view())
-        )
+        self.offsets_verification = TxnOffsetVerification(self.verifier, verification_active)
         self.metrics.add_collector(VerificationMetrics(self.verifier.stats))
         if "coordinator" in cfg.roles:
             self._create_coordinators()
         if self.is_broker:
             self.partitions = PartitionManager(cfg.data_dir, cfg.node_id, self.source, cfg.settings)
-            ProduceApi(
-                self.partitions,
-                self.verifier,
-                verification_active,
-                lambda: transaction_version(source.view()),
-            ).register(self.registry)
+            ProduceApi(self.partitions, self.verifier, verification_active).register(self.registry)
             FetchApi(
                 self.partitions,
                 max_bytes=cfg.settings.get("fetch.max.bytes"),
@@ -281,11 +278,10 @@ class Node:
         ).register(self.registry)
         authorizing = self.access is not None and self.access.authorizer is not None
         if cfg.settings.get("txnchaos.cluster.action.authorization.enable") and not authorizing:
-            guard_server_only_apis(
-                self.registry,
-                admin_prefixes(cfg.settings.get("txnchaos.cluster.action.client.ids")),
-            )
+            guard_server_only_apis(self.registry)
 
+        if self.access is None:  # no authorizer: the ACL APIs say so (Kafka's AclApis)
+            SecurityDisabledAclApis().register(self.registry)
         if self.access is not None:  # last: it guards every API registered above
             self.metrics.add_collector(AuthenticationMetrics(self.access.authenticator))
             self.access.install(

@@ -32,6 +32,20 @@ _SPECS: tuple[SettingSpec, ...] = (
     SettingSpec("log.retention.bytes", int, -1, "partition size limit (-1: none)"),
     SettingSpec("log.retention.check.interval.ms", int, 300_000, "how often retention runs"),
     SettingSpec("message.max.bytes", int, 1_048_588, "largest record batch accepted"),
+    SettingSpec(
+        "log.message.timestamp.before.max.ms",
+        int,
+        2**63 - 1,
+        "how far behind the broker's clock a record's timestamp may be",
+        0,
+    ),
+    SettingSpec(
+        "log.message.timestamp.after.max.ms",
+        int,
+        3_600_000,
+        "how far ahead of the broker's clock a record's timestamp may be",
+        0,
+    ),
     SettingSpec("min.insync.replicas", int, 1, "accepted for compatibility; one replica"),
     SettingSpec(
         "fetch.max.bytes",
@@ -106,16 +120,9 @@ _SPECS: tuple[SettingSpec, ...] = (
         "txnchaos.cluster.action.authorization.enable",
         bool,
         True,
-        "answer server-only APIs (AddPartitionsToTxn v4+, WriteTxnMarkers) with "
-        "CLUSTER_AUTHORIZATION_FAILED unless the client id names a node (txnchaos-node-*)",
-    ),
-    SettingSpec(
-        "txnchaos.cluster.action.client.ids",
-        str,
-        "txnchaos-admin",
-        "comma-separated client-id prefixes granted CLUSTER_ACTION besides the nodes "
-        "(operators: an admin abort is a WriteTxnMarkers; '' grants nobody); with "
-        "authorizer.class.name set, ACLs decide instead",
+        "answer server-only APIs (AddPartitionsToTxn v4+, the controller's node APIs) with "
+        "CLUSTER_AUTHORIZATION_FAILED unless the client id names a node (txnchaos-node-*); "
+        "with authorizer.class.name set, ACLs decide instead",
     ),
     SettingSpec(
         "listener.security.protocol",

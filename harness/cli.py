@@ -14,18 +14,21 @@ import click
 
 from ..analysis.verdict import ENGINES as ANALYSIS_ENGINES
 from ..cluster.settings import NodeSettings, SettingsError
+from .acls_tool.command import acls_command
+from .cleanup import cleanup_command
 from .cli_input import (
     LOG_LEVEL,
     PORT,
     Cli,
+    Duration,
     InputError,
-    Seconds,
     check_bootstrap,
     check_input_uri,
     check_kafka_version,
     check_master,
     check_metrics_urls,
 )
+from .conformance.cli import conformance_command
 from .fuzz.command import fuzz_command
 from .launch.local import LaunchError, LocalCluster
 from .nightly.cli import nightly_command
@@ -71,7 +74,24 @@ def _peer(value: str) -> tuple[int, tuple[str, int]]:
     return int(node), _address(address, "--peer")
 
 
+def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    if not value or ctx.resilient_parsing:
+        return
+    from .version import version_text
+
+    click.echo(version_text())
+    ctx.exit()
+
+
 @click.group(name="txnchaos", cls=Cli, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_print_version,
+    help="Show the version (and the client libraries') and exit.",
+)
 def main() -> None:
     """txnchaos: chaos testing for transactional (exactly-once) Kafka messaging.
 
@@ -504,7 +524,12 @@ def cluster_features(
     help="An external cluster node's Prometheus /metrics URL (repeat per node; replaces the "
     "scenario's cluster.metrics): scraped during the run, judged by the metrics checker.",
 )
-@click.option("--duration", type=Seconds(), default=None, help="Seconds of workload.")
+@click.option(
+    "--duration",
+    type=Duration(),
+    default=None,
+    help="Workload duration (90, 90s, 5m, 1h30m; a bare number is seconds).",
+)
 @click.option(
     "--out",
     type=DIRECTORY,
@@ -566,6 +591,28 @@ def cluster_features(
     default=None,
     help="Port of locust's master (default or 0: a free one).",
 )
+@click.option(
+    "--csv",
+    "csv_prefix",
+    default=None,
+    metavar="PREFIX",
+    help="locust's CSV files, as `locust --csv` writes them: PREFIX_stats.csv, "
+    "PREFIX_stats_history.csv, PREFIX_failures.csv, PREFIX_exceptions.csv.",
+)
+@click.option(
+    "--csv-full-history",
+    is_flag=True,
+    help="With --csv: every operation's rows in PREFIX_stats_history.csv, not only the total.",
+)
+@click.option(
+    "--html",
+    "html_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    metavar="FILE",
+    help="locust's HTML report (requests, failures, users and requests/s over time), as "
+    "`locust --html` writes it.",
+)
 def run(
     scenario: Path,
     seed: int | None,
@@ -585,6 +632,9 @@ def run(
     expect_workers: int,
     master_bind: str | None,
     master_port: int | None,
+    csv_prefix: str | None,
+    csv_full_history: bool,
+    html_file: Path | None,
 ) -> None:
     """Run a scenario: cluster, workload and faults, then the verdict.
 
@@ -601,6 +651,8 @@ def run(
     distributed = workers + expect_workers > 0
     if not distributed and (master_bind is not None or master_port is not None):
         raise click.UsageError("--master-bind and --master-port need --workers or --expect-workers")
+    if csv_full_history and not csv_prefix:
+        raise click.UsageError("--csv-full-history needs --csv PREFIX")
 
     try:
         parsed = load_scenario(scenario)
@@ -648,6 +700,9 @@ def run(
         expect_workers=expect_workers,
         master_bind=master_bind,
         master_port=master_port or None,
+        csv_prefix=str(Path(csv_prefix).resolve()) if csv_prefix else None,
+        csv_full_history=csv_full_history,
+        html_file=html_file.resolve() if html_file else None,
     )
     sys.exit(run_scenario(parsed, options))
 
@@ -742,6 +797,7 @@ def demo(brokers: int, transactions: int, partitions: int, data_dir: Path | None
 
 # ---- txnchaos fuzz, txnchaos nightly -----------------------------------------------------
 main.add_command(fuzz_command)
+main.add_command(cleanup_command)
 main.add_command(nightly_command)
 main.add_command(worker_command)
 main.add_command(repro_command)
@@ -750,6 +806,8 @@ main.add_command(shrink_command)
 
 # ---- txnchaos transactions (KIP-664) ---------------------------------------------------
 main.add_command(transactions_command)
+main.add_command(acls_command)  # Kafka's kafka-acls.sh (docs/conformance.md)
+main.add_command(conformance_command)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """How the ``txnchaos`` command line treats bad input: exit code 2 and one line naming it.
 
-Exit codes (README): 0 valid, 1 anomalies found, 2 the harness failed or was given bad
+Exit codes (docs/cli.md): 0 valid, 1 anomalies found, 2 the harness failed or was given bad
 input.  Click's own defaults collide with that — a ``ClickException`` exits 1, Ctrl-C
 ("Aborted!") exits 1, and an uncaught exception exits 1 with a traceback — so every command
 runs under :class:`Cli`, which maps each of them to 2 and prints the problem on one line.
@@ -51,7 +51,7 @@ def error_line(exc: click.ClickException, default_path: str = "txnchaos") -> str
 
 
 class Cli(click.Group):
-    """The root group: whatever a command ends with, the exit code follows the README."""
+    """The root group: whatever a command ends with, the exit code follows docs/cli.md."""
 
     def main(
         self,
@@ -87,23 +87,62 @@ class Cli(click.Group):
         sys.exit(rv if isinstance(rv, int) else 0)
 
 
-class Seconds(click.ParamType):
-    """A duration in seconds: a finite number above 0 (``nan``/``inf`` are refused)."""
+#: the units a duration may carry, in seconds
+DURATION_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ms|s|m|h|d)")
+#: what every duration option's help shows
+DURATION_EXAMPLES = "90, 90s, 1.5m, 30m, 1h30m, 250ms"
 
-    name = "seconds"
+
+def parse_duration(text: str, unit: str = "s") -> float:
+    """One duration syntax for every option: a number (in ``unit``, seconds unless the option
+    mirrors a Kafka tool's) or numbers with units, ``90s``, ``30m``, ``1h30m``, ``250ms`` ->
+    seconds.  ValueError, naming the examples, on anything else or on a value not above 0."""
+    raw = str(text).strip().lower().replace(" ", "")
+    bad = ValueError(f"{text!r} is not a duration (examples: {DURATION_EXAMPLES})")
+    if not raw:
+        raise bad
+    try:
+        seconds = float(raw) * DURATION_UNITS[unit]
+    except ValueError:
+        pos, seconds = 0, 0.0
+        for m in _DURATION_PART.finditer(raw):
+            if m.start() != pos:
+                raise bad from None
+            seconds += float(m.group(1)) * DURATION_UNITS[m.group(2)]
+            pos = m.end()
+        if pos != len(raw):
+            raise bad from None
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise ValueError(f"{text!r} is not a duration above 0 (examples: {DURATION_EXAMPLES})")
+    return seconds
+
+
+class Duration(click.ParamType):
+    """A duration option (:func:`parse_duration`): seconds, as a float.  ``unit``: what a
+    bare number counts (``s``; a Kafka tool's own flag keeps its unit, ``ms`` or ``m``)."""
+
+    name = "duration"
+
+    def __init__(self, unit: str = "s") -> None:
+        self.unit = unit
+
+    def get_metavar(self, param: click.Parameter, ctx: click.Context | None = None) -> str:
+        return "DURATION"
 
     def convert(
         self, value: Any, param: click.Parameter | None, ctx: click.Context | None
     ) -> float:
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            value = str(value)
         try:
-            seconds = float(value)
-        except (TypeError, ValueError):
-            self.fail(f"{value!r} is not a number of seconds", param, ctx)
-        if not math.isfinite(seconds) or seconds <= 0:
-            self.fail(
-                f"{value!r} is not a duration (a finite number of seconds above 0)", param, ctx
-            )
-        return seconds
+            return parse_duration(value, self.unit)
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+#: the duration options that count bare numbers in seconds
+Seconds = Duration
 
 
 PORT = click.IntRange(0, 65535)

@@ -10,23 +10,23 @@ from __future__ import annotations
 
 import random
 import shutil
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
-from rich.console import Console
 from rich.table import Table
 
 from ..analysis.reference import Judged, judge
 from ..analysis.verdict import INVALID, UNKNOWN, VALID
 from .capture.final_state import capture_final_state
+from .console import make_console
 from .history.run_dir import write_run_info
 from .history.schema import EventType, encode_value
 from .history.writer import HistoryWriter
 from .launch.local import LocalCluster
+from .launch.owner import owned_temp_dir
 from .workload.clients import ConsumerClient, ProducerClient
 from .workload.final_read import final_read
 
@@ -132,7 +132,7 @@ def record_run(
     run_dir: Path, root: Path, *, brokers: int, transactions: int, partitions: int
 ) -> SmokeResult:
     """Start a cluster under ``root``, run the workload into ``run_dir``, stop the cluster."""
-    console = Console()
+    console = make_console()
     result = SmokeResult()
     started_ns = time.time_ns()
     info = {"scenario": "demo", "seed": 1, "started_ns": started_ns, "cluster_kind": "local"}
@@ -213,9 +213,9 @@ def workload_table(result: SmokeResult) -> Table:
 def run_smoke(*, brokers: int, transactions: int, partitions: int, data_dir: Path | None) -> int:
     """Record and judge a smoke run: 0 valid (or unknown), 1 anomalies found. With
     ``data_dir`` the run directory stays in ``data_dir/run`` (``txnchaos analyze`` reads it)."""
-    console = Console()
+    console = make_console()
     temp = data_dir is None
-    root = Path(tempfile.mkdtemp(prefix="txnchaos-demo-")) if data_dir is None else data_dir
+    root = owned_temp_dir("demo-") if data_dir is None else data_dir
     run_dir = root / "run"
     try:
         result = record_run(

@@ -115,13 +115,13 @@ if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$WANT_HASH" ] && [ -x "$VENV/bin/tx
 else
     piplog="$ROOT/var/log/pip-install.log"
     mkdir -p "$(dirname "$piplog")"
-    log "deps: pip install -e '.[test]' (log: var/log/pip-install.log)"
+    log "deps: pip install -e '.[test,docs]' (log: var/log/pip-install.log)"
     t0=$SECONDS
     if ! (cd "$ROOT" && "$VENV/bin/python" -m pip install --disable-pip-version-check \
-        -e '.[test]' >"$piplog" 2>&1); then
+        -e '.[test,docs]' >"$piplog" 2>&1); then
         tail -n 30 "$piplog" >&2
         rm -f "$STAMP"
-        die "pip install -e '.[test]' failed (full log: $piplog)"
+        die "pip install -e '.[test,docs]' failed (full log: $piplog)"
     fi
     printf '%s\n' "$WANT_HASH" >"$STAMP"
     log "deps: installed in $((SECONDS - t0))s"

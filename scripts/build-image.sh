@@ -24,7 +24,7 @@ TAG="${TAG:-txnchaos-node:dev}"
 DEFAULT_BASE="python:3.11-slim-bookworm"
 LOCAL_BASE="txnchaos-base:bookworm"
 # Node runtime dependencies (version specifiers are taken from pyproject.toml).
-NODE_DEPS="${TXNCHAOS_NODE_DEPS:-kio crc32c click rich pydantic pyyaml prometheus-client}"
+NODE_DEPS="${TXNCHAOS_NODE_DEPS:-kio crc32c cramjam google-re2 click rich pydantic pyyaml prometheus-client}"
 LABEL_KEY="org.txnchaos.source-hash"
 WORK="$ROOT/var/image"
 FORCE=0

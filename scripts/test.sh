@@ -2,7 +2,8 @@
 # The whole test suite, as CI runs it (`bash .ci/run` calls this):
 #   1. scripts/bootstrap.sh --docker   venv, deps, Java, a Docker engine for this repo
 #   2. scripts/build-image.sh          node image, rebuilt only when its inputs changed
-#   3. ruff check . and ruff format --check ., then mypy (scripts/typecheck.sh)
+#   3. ruff check . and ruff format --check ., then mypy (scripts/typecheck.sh), then the
+#      documentation site (mkdocs build --strict: a broken link between pages fails it)
 #   4. pytest over tests/ with a per-test timeout, in two worker processes (pytest-xdist,
 #      one test file per worker at a time): most integration tests wait on real nodes and
 #      timed runs, so two workers halve the wall time even on two cores
@@ -61,6 +62,8 @@ log "ruff format --check ."
 .venv/bin/ruff format --check . || status=1
 log "mypy (scripts/typecheck.sh)"
 bash scripts/typecheck.sh || status=1
+log "mkdocs build --strict (the documentation site, into var/site)"
+NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --quiet --site-dir var/site || status=1
 
 mkdir -p var/log
 PYLOG="var/log/pytest.log"

@@ -100,6 +100,8 @@ class Synth:
         self.nemesis_log: list[dict[str, Any]] = []
         self.extra_metrics: list[dict[str, Any]] = []
         self.first_pending: dict[tuple[str, int], int] = {}
+        #: (group, topic, partition) -> the offset its last committed transaction sent
+        self.group_offsets: dict[tuple[str, str, int], int] = {}
         self._built = False
 
     # -- primitives -----------------------------------------------------------------------
@@ -356,7 +358,7 @@ class Synth:
             ((self.cfg.out_topic, it["partition"]), encode_value(copier, txn, i), it["value"])
             for i, it in enumerate(inputs)
         ]
-        offsets = [
+        offsets: list[dict[str, Any]] = [
             {"topic": tp[0], "partition": tp[1], "offset": pos[tp]}
             for tp in sorted(pos)
             if pos[tp] != before[tp]
@@ -371,6 +373,8 @@ class Synth:
             group=group,
             offsets=offsets,
         )
+        for sent in offsets:
+            self.group_offsets[(group, sent["topic"], sent["partition"])] = sent["offset"]
         return txn + 1
 
     def _nemesis(self, span: int) -> None:
@@ -485,6 +489,10 @@ class Synth:
             "partitions": parts,
             "open_transactions": [],
             "coordinator_transactions": coord,
+            "group_offsets": [
+                {"group_id": g, "topic": t, "partition": p, "offset": o}
+                for (g, t, p), o in sorted(self.group_offsets.items())
+            ],
         }
 
     def _metrics(self) -> None:
@@ -666,6 +674,40 @@ class Synth:
             self.txns[(w, j)]["commit_op"]["complete_ns"] + MS,
         )
         return v
+
+    def inject_fenced_commit(self) -> str:
+        """A newer instance of a committing writer's transactional id initialised (in a
+        process of its own) between the writer's init and that commit's invocation: the
+        commit was acknowledged to a zombie."""
+        w, j = next(
+            k
+            for k in reversed(self.committed_txns())
+            if self.txns[k]["commit_op"]["outcome"] == "ok"
+        )
+        commit = self.txns[(w, j)]["commit_op"]
+        tid = commit.get("transactional_id") or f"tid-{w}"
+        process = f"x-newer-{w}"
+        self.ops.append(
+            {
+                "process": process,
+                "op_id": self.op_ids[process],
+                "type": EventType.INIT.value,
+                "outcome": "ok",
+                "invoke_ns": commit["invoke_ns"] - 3 * MS,
+                "complete_ns": commit["invoke_ns"] - MS,
+                "items": [],
+                "transactional_id": tid,
+            }
+        )
+        self.op_ids[process] += 1
+        return tid
+
+    def inject_committed_offset_lost(self) -> str:
+        """The cluster ends with a copier group's offset one below what its last committed
+        transaction sent (a committed offset lost)."""
+        entry = self.final_state["group_offsets"][0]
+        entry["offset"] -= 1
+        return str(entry["group_id"])
 
     def inject_precommitted_read(self) -> str:
         w, j = self.committed_txns()[0]

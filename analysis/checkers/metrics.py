@@ -25,7 +25,9 @@ counting node ended (the end of its fault; for a drop no such fault spans, the s
 dropped), against the counters' values at the nodes' last scrapes: the nodes' last processes
 count those in full; earlier ones are not checked (the notes say how many).
 A pause keeps the process and its counters, so it leaves the bounds whole. If a node's last
-process was never scraped, that counter's lower bound is not checked. A metric the nodes do not
+process was never scraped, that counter's lower bound is not checked. A run cut short (run.json
+not complete: no final phase, so the last scrapes may predate its last transactions) has the
+lower bounds of (c) and (d) unchecked. A metric the nodes do not
 expose (an Apache Kafka release has no transaction counters) makes the checker unknown, never
 valid: the reason names it (with the launcher's word on why, run.json's
 cluster.metrics_unavailable) and what was judged; a violated rule still makes it invalid.
@@ -45,6 +47,7 @@ from ..reference.metric_rules import (
     LATE_BUFFER_MS,
     NAME,
     NODE_METRICS,
+    cut_short,
     late_at_end,
     late_too_early,
     lso_lag,
@@ -81,6 +84,9 @@ def check(ctx: CheckContext) -> CheckOutput:
         return out
     missing = [n for n in NODE_METRICS if n not in names]
     fs = ctx.data.final_state
+    short = cut_short(ctx.data.run.info)
+    if short:
+        out.notes.append(short)
     if M.PARTITIONS_WITH_LATE_TXNS.value in names:
         _late(ctx, out, m, [r for r in last if r["name"] == M.PARTITIONS_WITH_LATE_TXNS.value])
     if M.LAST_STABLE_OFFSET_LAG.value in names:
@@ -91,7 +97,7 @@ def check(ctx: CheckContext) -> CheckOutput:
     if M.PRODUCER_ID_COUNT.value in names:
         # producer ids per partition come from the summary pass (no extra scan of the history)
         pids = [r for r in last if r["name"] == M.PRODUCER_ID_COUNT.value]
-        producer_id_count(out, ctx.proj.summary.producers, fs, pids)
+        producer_id_count(out, ctx.proj.summary.producers, fs, pids, lower_bound=not short)
     if any(c in names for c in COUNTERS):
         check_counters(ctx, out, m)
     if missing:  # never valid on what was not seen

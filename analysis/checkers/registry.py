@@ -11,9 +11,11 @@ from dataclasses import dataclass
 
 from . import (
     aborted_read,
+    committed_offsets,
     consume_transform_produce,
     dual_write,
     duplicate,
+    fenced_commit,
     hanging_transactions,
     inconsistent_offsets,
     indeterminate_commit,
@@ -36,6 +38,8 @@ CHECKERS: tuple[Checker, ...] = (
     torn_transaction,
     consume_transform_produce,
     indeterminate_commit,
+    fenced_commit,
+    committed_offsets,
     hanging_transactions,
     dual_write,
     metrics,

@@ -14,6 +14,8 @@ from ...harness.history.run_dir import open_run_dir
 from . import rules
 from .definitions import definition
 from .dual_write import dual_write
+from .fenced import fenced_commit
+from .group_offsets import committed_offsets
 from .hanging import RunFacts, hanging_transactions
 from .history import Op, read_history
 from .indexes import Indexes
@@ -74,7 +76,9 @@ def judge(
 
 def judge_indexes(ix: Indexes, facts: RunFacts) -> dict[str, Judged]:
     """Per checker, in the order verdicts list them: its anomaly rows, notes and definition."""
-    out = [*(check(ix) for check in HISTORY_CHECKERS), hanging_transactions(facts)]
+    out = [*(check(ix) for check in HISTORY_CHECKERS), fenced_commit(ix.ops)]
+    out.append(committed_offsets(ix.ops, facts.final_state))
+    out.append(hanging_transactions(facts))
     out.append(dual_write(ix.ops, facts.dual_write_db, facts.final_state))
     out.append(metrics(ix, facts))
     for j in out:

@@ -63,6 +63,20 @@ def unexposed(missing: list[str], judged: list[str], info: Mapping[str, Any]) ->
     return f"not judged: {told}{rest}"
 
 
+def cut_short(info: Mapping[str, Any]) -> str | None:
+    """Why the lower bounds of (c) and (d) are left unchecked on a run that did not complete
+    (run.json ``complete`` false: interrupted, or its harness failed), or None.  Such a run has
+    no final phase: its nodes' last scrapes may predate its last transactions and producer ids,
+    and an under-count there is the scrape's lateness, not the nodes'."""
+    if info.get("complete") is not False:
+        return None
+    return (
+        "the run was cut short (run.json: not complete): the nodes' last scrapes may predate "
+        "its last transactions, so the lower bounds of ProducerIdCount and the transaction "
+        "counters are not checked"
+    )
+
+
 def late_at_end(out: Findings, fs: FinalState, latest: list[Sample], limit_ms: int) -> None:
     """(a) PartitionsWithLateTransactionsCount at the last scrape against the final state's
     open transactions older than ``limit_ms`` then."""
@@ -144,11 +158,15 @@ def producer_id_count(
     producers: Mapping[tuple[Any, Any], Mapping[int, bool]],
     fs: FinalState | None,
     latest: list[Sample],
+    lower_bound: bool = True,
 ) -> None:
     """(c) ProducerIdCount summed over nodes between the producer ids with an acknowledged
     write and, per partition, the ids that tried to write there times its replicas.
-    ``producers``: per (topic, partition), producer id -> whether a write was acknowledged."""
+    ``producers``: per (topic, partition), producer id -> whether a write was acknowledged;
+    ``lower_bound`` False: only the upper bound is checked (a run cut short)."""
     lower = len({pid for pids in producers.values() for pid, acked in pids.items() if acked})
+    if not lower_bound:
+        lower = 0
     n_by_tp = {tp: len(pids) for tp, pids in producers.items()}
     replicas = {
         (p["topic"], p["partition"]): len(p.get("replicas") or [])

@@ -18,6 +18,7 @@ from .metric_rules import (
     LATE_BUFFER_MS,
     NAME,
     NODE_METRICS,
+    cut_short,
     late_at_end,
     late_too_early,
     lso_lag,
@@ -67,6 +68,9 @@ def metrics(ix: Indexes, facts: RunFacts) -> Judged:
         return out
     missing = [n for n in NODE_METRICS if n not in names]
     fs = facts.final_state
+    short = cut_short(facts.info)
+    if short:
+        out.notes.append(short)
     if M.PARTITIONS_WITH_LATE_TXNS.value in names:
         late = [r for r in last if r["name"] == M.PARTITIONS_WITH_LATE_TXNS.value]
         _late(facts, out, samples, late)
@@ -77,7 +81,7 @@ def metrics(ix: Indexes, facts: RunFacts) -> Judged:
             lso_lag(out, fs, [r for r in last if r["name"] == M.LAST_STABLE_OFFSET_LAG.value])
     if M.PRODUCER_ID_COUNT.value in names:
         pids = [r for r in last if r["name"] == M.PRODUCER_ID_COUNT.value]
-        producer_id_count(out, producers(ix.ops), fs, pids)
+        producer_id_count(out, producers(ix.ops), fs, pids, lower_bound=not short)
     if any(c in names for c in COUNTERS):
         judge_counters(ix, facts, out, samples)
     if missing:  # never valid on what was not seen

@@ -15,6 +15,7 @@ import pyarrow.parquet as pq
 from ...harness.history.run_dir import RunDir, RunDirError
 from ..assemble import SEC, anomaly_results, checker_verdicts, write_verdict
 from ..fault_actions import read_schedule
+from ..findings import read_findings
 from ..load_stats import load_stats
 from ..nemesis_outcome import read_nemesis_section
 from ..verdict import REFERENCE, Verdict, overall_status
@@ -64,6 +65,7 @@ def reference_verdict(
         plots = report_series(rows, ix.txns.values(), *span)
     schedule, schedule_note = read_schedule(run.path)
     nemesis, nemesis_note = read_nemesis_section(run.path, schedule)
+    findings, findings_note = read_findings(run.path, schedule, run.info)
     txn_status = Counter(t.status for t in ix.txns.values())
     verdict = Verdict(
         run_dir=str(run_dir),
@@ -86,8 +88,9 @@ def reference_verdict(
         },
         faults=facts.faults,
         run=run.info,
-        notes=list(run.notes) + [n for n in (schedule_note, nemesis_note) if n],
+        notes=list(run.notes) + [n for n in (schedule_note, nemesis_note, findings_note) if n],
         nemesis=nemesis,
+        findings=findings,
         engine=REFERENCE,
     )
     timings["total_s"] = timings.get("validate_s", 0.0) + time.perf_counter() - t0

@@ -578,3 +578,47 @@ def anomalies_chart(
         axis,
         bands,
     )
+
+
+def users_chart(points: list[dict[str, Any]], axis: Axis, actions: list[FaultAction]) -> Chart:
+    """locust's view of the load, second by second (workload-stats.jsonl): the users running
+    and the requests per second they made (failures per second beside them)."""
+    fig, ax = _figure(2.8)
+    bands = _bands(ax, "users", actions, axis)
+    rows = [p for p in points if isinstance(p.get("time_ns"), int)]
+    if rows:
+        xs = [axis.s(p["time_ns"]) for p in rows]
+        ax.plot(
+            xs, [p.get("users", 0) for p in rows], drawstyle="steps-post", color="#1f77b4",
+            lw=1.4, gid="users-line",
+        )  # fmt: skip
+        ax.set_ylabel("users", fontsize=8.5, color="#1f77b4")
+        ax.set_ylim(bottom=0)
+        rps = ax.twinx()
+        rps.plot(xs, [p.get("ops_per_s", 0.0) for p in rows], color="#2ca02c", lw=1.1, gid="rps")
+        rps.plot(
+            xs, [p.get("failures_per_s", 0.0) for p in rows], color="#d62728", lw=1.0,
+            ls="--", gid="fails-per-s",
+        )  # fmt: skip
+        rps.set_ylabel("requests/s", fontsize=8.5, color="#2ca02c")
+        rps.set_ylim(bottom=0)
+        rps.tick_params(labelsize=8)
+        rps.spines["top"].set_visible(False)
+    else:
+        _no_data(ax, "no locust statistics recorded (workload-stats.jsonl)")
+    handles = [
+        Line2D([], [], color="#1f77b4", lw=2, label="users"),
+        Line2D([], [], color="#2ca02c", lw=2, label="requests/s"),
+        Line2D([], [], color="#d62728", lw=2, ls="--", label="failures/s"),
+    ]
+    _legend(ax, [("locust", handles)], gid="users-legend").set_bbox_to_anchor((1.09, 1.0))
+    return _finish(
+        fig,
+        ax,
+        "users",
+        "Users and requests per second",
+        "As locust counted them each second: users running (left axis), requests and failures "
+        "per second (right axis; a request is one client operation).",
+        axis,
+        bands,
+    )

@@ -10,11 +10,12 @@ from typing import Any
 import jinja2
 
 from ..fault_actions import group_faults
+from ..findings import finding_line
 from ..load_stats import load_stats
 from ..nemesis_outcome import describe, error_text
 from ..report_series import bucket_seconds
 from ..verdict import Verdict
-from . import charts, page
+from . import charts, explain, page
 
 SEC = 1_000_000_000
 _ENV = jinja2.Environment(
@@ -42,7 +43,21 @@ def render_report(v: Verdict) -> str:
         b = (int(r["sec"]) * SEC - series_t0) // (bucket_s * SEC)
         d = per_bucket.setdefault(r["checker"], {})
         d[b] = d.get(b, 0) + int(r["n"])
-    examples = page.examples_of(v, actions, t0)
+    scenario, final_state = explain.read_run_files(v.run_dir)
+    stuck = explain.stuck_partitions(final_state, explain.bootstrap_of(v.run))
+    lso = {
+        (p["topic"], p["partition"]): p["lso"] for p in (final_state or {}).get("partitions") or []
+    }
+    keys = explain.record_keys(
+        Path(v.run_dir), explain.example_values(e for c in v.checkers.values() for e in c.examples)
+    )
+    examples = page.examples_of(v, actions, t0, keys, lambda ev: explain.visibility(ev, stuck, lso))
+    lost = v.checkers.get("lost_write")
+    hidden = sum(
+        1
+        for e in (lost.examples if lost is not None else [])
+        if (explain.visibility(e["evidence"], stuck, lso) or "").startswith("hidden")
+    )
     marks = [
         (c.name, e["kind"], axis.s(e["time_ns"]), ex.anchor)
         for c in v.checkers.values()
@@ -53,6 +68,7 @@ def render_report(v: Verdict) -> str:
         drawn = [
             charts.faults_chart(actions, axis),
             charts.throughput_chart(ops, series_t0, bucket_s, axis, actions),
+            charts.users_chart(explain.workload_stats(v.run_dir), axis, actions),
             charts.latency_chart(v.series.get("latency") or [], series_t0, bucket_s, axis, actions),
             charts.lso_chart(v.series.get("lso_lag") or {}, axis, actions),
             charts.open_txns_chart(v.series.get("open_txns") or [], axis, actions),
@@ -95,6 +111,13 @@ def render_report(v: Verdict) -> str:
         run_rows=page.key_values(v.run),
         stat_rows=page.key_values(stats),
         load=load,
+        configuration=explain.configuration_of(v.run, scenario),
+        stuck=[(sp, sp.sentence(t0)) for sp in stuck.values()],
+        hidden_examples=hidden,
+        findings=[
+            {**f, "line": finding_line(f), "at": page.seconds(f.get("time_ns"), t0)}
+            for f in v.findings
+        ],
         nemesis_line=describe(v.nemesis) if v.nemesis else "",
         nemesis_errors=[error_text(e) for e in (v.nemesis or {}).get("errors") or []],
     )

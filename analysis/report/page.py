@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,6 +14,7 @@ from ...harness.repro.resemblance import resembling
 from ..fault_actions import FaultAction
 from ..verdict import INVALID, UNKNOWN, Verdict
 from .charts import Axis
+from .explain import clock, readable
 
 SEC = 1_000_000_000
 
@@ -60,7 +62,7 @@ def shared_axis(v: Verdict, actions: list[FaultAction], t0: int) -> Axis:
 
 
 def seconds(ns: int | None, t0: int) -> str:
-    return "—" if ns is None else f"{(ns - t0) / SEC:.3f} s"
+    return "—" if ns is None else f"{(ns - t0) / SEC:.3f} s ({clock(ns)})"
 
 
 def window(w: tuple[int, int] | None, t0: int) -> str:
@@ -188,13 +190,22 @@ class Example:
     rows: list[tuple[str, str]]
 
 
-def evidence_rows(evidence: Any) -> list[tuple[str, str]]:
+def evidence_rows(
+    evidence: Any, t0: int | None = None, keys: dict[str, str | None] | None = None
+) -> list[tuple[str, str]]:
     """Top-level evidence fields as (key, text): scalars as they are, structures as compact
-    JSON."""
+    JSON; with ``t0``, times (epoch ns) as seconds since the run started and on the clock; a
+    record's ``value`` followed by its ``key`` when ``keys`` knows it."""
+    if t0 is not None:
+        evidence = readable(evidence, t0)
     if not isinstance(evidence, dict):
         return [("evidence", json.dumps(evidence, default=str))]
     out = []
     for k, val in evidence.items():
+        if k == "value" and keys and isinstance(val, str) and val in keys:
+            out.append(("value", val))
+            out.append(("key", json.dumps(keys[val])))
+            continue
         if isinstance(val, bool) or val is None:
             out.append((str(k), json.dumps(val)))
         elif isinstance(val, str | int | float):
@@ -204,14 +215,25 @@ def evidence_rows(evidence: Any) -> list[tuple[str, str]]:
     return out
 
 
-def examples_of(v: Verdict, actions: list[FaultAction], t0: int) -> dict[str, list[Example]]:
-    """Every checker's examples, each with its page anchor (``ex-<checker>-<i>``)."""
+def examples_of(
+    v: Verdict,
+    actions: list[FaultAction],
+    t0: int,
+    keys: dict[str, str | None] | None = None,
+    seen: Callable[[Any], str | None] | None = None,
+) -> dict[str, list[Example]]:
+    """Every checker's examples, each with its page anchor (``ex-<checker>-<i>``), readable
+    times, its records' keys and (``seen``, for lost writes) what a reader sees of it."""
     out: dict[str, list[Example]] = {}
     for c in v.checkers.values():
         items = []
         for i, e in enumerate(c.examples):
             ns = e.get("time_ns")
             active = active_at(actions, ns) if ns is not None else []
+            rows = evidence_rows(e["evidence"], t0, keys)
+            words = seen(e["evidence"]) if seen is not None and c.name == "lost_write" else None
+            if words:
+                rows.insert(0, ("what a reader sees", words))
             items.append(
                 Example(
                     anchor=f"ex-{c.name}-{i}",
@@ -220,7 +242,7 @@ def examples_of(v: Verdict, actions: list[FaultAction], t0: int) -> dict[str, li
                     weight=int(e.get("weight", 1)),
                     where=_where(e["evidence"]),
                     faults=_fault_list(active) if active else "none",
-                    rows=evidence_rows(e["evidence"]),
+                    rows=rows,
                 )
             )
         out[c.name] = items

@@ -28,11 +28,14 @@ class OffsetsApi:
 
     async def list_offsets(self, ctx: RequestContext, request: Any) -> Any:
         isolation = getattr(request, "isolation_level", 0)
+        await self.partitions.ensure_known(
+            (t.name, p.partition_index) for t in request.topics for p in t.partitions
+        )
         topics = []
         for t in request.topics:
             parts = []
             for p in t.partitions:
-                partition = await self.partitions.get_or_sync(t.name, p.partition_index)
+                partition = self.partitions.get(t.name, p.partition_index)
                 if partition is None:
                     parts.append(
                         {
@@ -58,11 +61,14 @@ class OffsetsApi:
         return ctx.respond(throttle_time=0, topics=topics)
 
     async def delete_records(self, ctx: RequestContext, request: Any) -> Any:
+        await self.partitions.ensure_known(
+            (t.name, p.partition_index) for t in request.topics for p in t.partitions
+        )
         topics = []
         for t in request.topics:
             parts = []
             for p in t.partitions:
-                partition = await self.partitions.get_or_sync(t.name, p.partition_index)
+                partition = self.partitions.get(t.name, p.partition_index)
                 if partition is None:
                     code, low = await self._missing(t.name, p.partition_index), -1
                 else:

@@ -32,6 +32,7 @@ from ..protocol.record_batch import (
     parse_control_record,
     parse_header,
     set_base_offset,
+    set_max_timestamp,
     set_partition_leader_epoch,
 )
 from ..storage.checkpoint import write_atomic
@@ -144,7 +145,7 @@ class Partition:
         clock: Callable[[], float] = time.time,
         *,
         leader_epoch: int = 0,
-        strict_unknown_producer: bool = True,
+        strict_unknown_producer: bool | None = None,
         bugs: BugSwitches = NO_BUGS,
         log_dir: LogDir | None = None,
     ) -> None:
@@ -170,7 +171,9 @@ class Partition:
         self.producer_state = ProducerStateManager(
             self.directory,
             producer_id_expiration_ms,
-            strict_unknown_producer,
+            bugs.unknown_producer_strict
+            if strict_unknown_producer is None
+            else strict_unknown_producer,
             expire_open_transactions=bugs.producer_expiry_ignores_open_transactions,
         )
         self.index_entries_restored = 0  # aborted-index entries the last load re-created
@@ -448,7 +451,12 @@ class Partition:
         check = validate_client_batch(records, self.config)
         if check.header is None:
             start = -1 if check.error_code in _NO_LOG_START_ERRORS else self.log_start_offset
-            return AppendResult(check.error_code, check.message, log_start_offset=start)
+            return AppendResult(
+                check.error_code,
+                check.message,
+                log_start_offset=start,
+                record_errors=list(check.record_errors),
+            )
         header = check.header
         if header.is_transactional and transactional_id is not None:
             owner = self.owners.get(header.producer_id)
@@ -492,6 +500,10 @@ class Partition:
         buf = bytearray(records)
         set_base_offset(buf, 0, base)
         set_partition_leader_epoch(buf, 0, self.leader_epoch)
+        if check.max_timestamp != header.max_timestamp:
+            # Kafka's LogValidator sets it to the largest record timestamp: the time index
+            # and ListOffsets must not trust a client's header over its records
+            set_max_timestamp(buf, 0, header.size, check.max_timestamp)
         written = parse_header(buf)
         try:
             self.log.append_parsed(buf, written)

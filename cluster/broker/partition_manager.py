@@ -41,6 +41,12 @@ def log_config_for(
         retention_ms=pick("retention.ms", "log.retention.ms"),
         retention_bytes=pick("retention.bytes", "log.retention.bytes"),
         max_message_bytes=pick("max.message.bytes", "message.max.bytes"),
+        timestamp_before_max_ms=pick(
+            "message.timestamp.before.max.ms", "log.message.timestamp.before.max.ms"
+        ),
+        timestamp_after_max_ms=pick(
+            "message.timestamp.after.max.ms", "log.message.timestamp.after.max.ms"
+        ),
     )
 
 
@@ -80,13 +86,14 @@ class PartitionManager:
     def get(self, topic: str, index: int) -> Partition | None:
         return self.partitions.get((topic, index))
 
-    async def get_or_sync(self, topic: str, index: int) -> Partition | None:
-        """The partition, refreshing the cluster view once if it is not known yet."""
-        partition = self.partitions.get((topic, index))
-        if partition is None:
+    async def ensure_known(self, keys: Iterable[TopicPartition]) -> None:
+        """Refresh the cluster view (and open what it gives this node) once if any of
+        ``keys`` is not open here: a partition created a moment ago is found. Handlers call
+        it once per request, before their lookups: a request naming 10,000 partitions this
+        node does not have costs one refresh, not 10,000 Metadata round trips to the
+        controller (a typed fuzz case, a ListOffsets of 280 KB, took 45 s)."""
+        if any(key not in self.partitions for key in keys):
             await self.sync(await self.source.refresh())
-            partition = self.partitions.get((topic, index))
-        return partition
 
     # ---- life cycle ------------------------------------------------------------------
     async def start(self) -> None:

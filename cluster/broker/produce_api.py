@@ -1,16 +1,19 @@
 """Produce v3-v12: validate, append to the local partition, answer per partition.
 
-KIP-890 part 1: when verification is on (``transaction.partition.verification.enable``
-and transaction.version >= 1), a transactional batch for a partition where its
+KIP-890 part 1: when verification is on (``transaction.partition.verification.enable``,
+at every transaction.version, as Kafka), a transactional batch for a partition where its
 producer has no ongoing transaction is appended only after the coordinator confirmed
 (AddPartitionsToTxn VerifyOnly, see ``txn_verification``) that the transaction added
 the partition. Errors follow Kafka's ReplicaManager: INVALID_TXN_STATE when it did
 not; retriable coordinator errors become NOT_ENOUGH_REPLICAS with a message (old
 clients retry it without a metadata refresh).
 
-KIP-890 part 2: a Produce v12 (a new client) on a TV2 cluster needs no
-AddPartitionsToTxn: the broker has the coordinator add the partition (AddPartitionsToTxn
-v5 without VerifyOnly) before the first write of each transaction to it, and refuses
+KIP-890 part 2: a Produce v12 (a new client) needs no AddPartitionsToTxn: the broker
+has the coordinator add the partition (AddPartitionsToTxn v5 without VerifyOnly) before
+the first write of each transaction to it, whatever the setting (the request version
+decides, as Kafka's ``produceRequestVersionToTransactionSupportedOperation``; at
+transaction.version 0 the coordinator refuses the add with UNSUPPORTED_VERSION and
+nothing is written), and refuses
 a first write whose sequence is not 0 (OUT_OF_ORDER_SEQUENCE_NUMBER: a new epoch, so a
 new transaction, starts at 0). Produce v11+ clients get TRANSACTION_ABORTABLE as it is.
 
@@ -94,19 +97,18 @@ class ProduceApi:
         partitions: PartitionManager,
         verifier: TxnVerifier | None = None,
         verification_active: Callable[[], bool] = lambda: False,
-        transaction_version: Callable[[], int] = lambda: 0,
     ) -> None:
         self.partitions = partitions
         self.verifier = verifier
         self.verification_active = verification_active
-        self.transaction_version = transaction_version
         self.lookahead = VerificationLookahead(lambda t, i: partitions.partitions.get((t, i)))
 
     def register(self, registry: ApiRegistry) -> None:
         registry.register(0, 3, 12, self.handle, owner="broker")
 
-    def _implicit_add(self, version: int) -> bool:
-        return version >= IMPLICIT_ADD_VERSION and self.transaction_version() >= 2
+    @staticmethod
+    def _implicit_add(version: int) -> bool:
+        return version >= IMPLICIT_ADD_VERSION
 
     async def handle(self, ctx: RequestContext, request: Any) -> Any:
         acks = request.acks
@@ -134,19 +136,21 @@ class ProduceApi:
             and self.verifier is not None
             and (self.verification_active() or self._implicit_add(ctx.api_version))
         ):
+            await self._ensure_known(request)
             errors = await self._verified(request, topics, ctx.api_version, ctx)
             if acks == 0:
                 if errors:
                     raise CloseConnection
                 return None
         else:
+            await self._ensure_known(request)
             for t in request.topic_data:
                 results = []
                 for p in t.partition_data:
                     tid = request.transactional_id
                     result = self._append(t.name, p.index, p.records, transactional_id=tid)
-                    if result is None:  # the partition is not known here yet
-                        result = await self._append_after_sync(t.name, p.index, p.records, tid)
+                    if result is None:  # the partition is not here
+                        result = self._missing(t.name, p.index)
                     if result[1]:
                         errors.append(result[1])
                     results.append(result)
@@ -157,6 +161,12 @@ class ProduceApi:
                 return None
         return ctx.encoded(produce_response(ctx.api_version, topics), tuple(errors))
 
+    async def _ensure_known(self, request: Any) -> None:
+        """One view refresh for the whole request, whatever it names (see ensure_known)."""
+        await self.partitions.ensure_known(
+            (t.name, p.index) for t in request.topic_data for p in t.partition_data
+        )
+
     async def _verified(
         self,
         request: Any,
@@ -164,7 +174,7 @@ class ProduceApi:
         version: int,
         ctx: RequestContext,
     ) -> list[int]:
-        """A transactional produce with verification on (or a v12 produce under TV2):
+        """A transactional produce with verification on (or a v12 produce):
         verify (or add) the partitions that need it, in one request to the
         coordinator, then append; fills ``topics``."""
         add = self._implicit_add(version)
@@ -175,7 +185,7 @@ class ProduceApi:
         producers: set[tuple[int, int]] = set()
         for t in request.topic_data:
             for p in t.partition_data:
-                partition = await self.partitions.get_or_sync(t.name, p.index)
+                partition = self.partitions.get(t.name, p.index)
                 if partition is None or not p.records:
                     continue
                 found[(t.name, p.index)] = partition
@@ -219,7 +229,7 @@ class ProduceApi:
                     partition = found.get(key)
                     tid = request.transactional_id
                     if partition is None:
-                        result = await self._append_after_sync(t.name, p.index, p.records, tid)
+                        result = self._missing(t.name, p.index)
                     else:
                         held = guards.get(key)
                         appended = self._append(t.name, p.index, p.records, partition, held, tid)
@@ -296,19 +306,13 @@ class ProduceApi:
             result.error_message,
         )
 
-    async def _append_after_sync(
-        self, topic: str, index: int, records: bytes | None, transactional_id: str | None = None
-    ) -> PartitionResult:
-        partition = await self.partitions.get_or_sync(topic, index)
-        if partition is None:
-            view = self.partitions.source.view()
-            meta = view.topic(topic)
-            if meta is None or not 0 <= index < meta.num_partitions:
-                return self._error(index, UNKNOWN_TOPIC_OR_PARTITION)
-            return self._error(index, NOT_LEADER_OR_FOLLOWER)
-        result = self._append(topic, index, records, partition, None, transactional_id)
-        assert result is not None
-        return result
+    def _missing(self, topic: str, index: int) -> PartitionResult:
+        """The answer for a partition this node does not have (after the request's
+        refresh): unknown to the cluster, or led by another node."""
+        meta = self.partitions.source.view().topic(topic)
+        if meta is None or not 0 <= index < meta.num_partitions:
+            return self._error(index, UNKNOWN_TOPIC_OR_PARTITION)
+        return self._error(index, NOT_LEADER_OR_FOLLOWER)
 
     @staticmethod
     def _error(index: int, code: int, message: str | None = None) -> PartitionResult:

@@ -12,10 +12,11 @@ Validation of a batch from a client follows Kafka's ProducerAppendInfo:
   OUT_OF_ORDER_SEQUENCE_NUMBER;
 * same epoch: first sequence must be last sequence + 1 (int32 wrap), else
   OUT_OF_ORDER_SEQUENCE_NUMBER;
-* no state for the producer id: sequence 0 is accepted. A non-zero sequence gets
-  UNKNOWN_PRODUCER_ID when ``strict_unknown_producer`` (the Kafka <= 2.4 rule, which
-  exercises the clients' KIP-360 recovery); Kafka >= 2.5 accepts any sequence here
-  (``strict_unknown_producer=False``).
+* no state for the producer id: any sequence is accepted, as Kafka >= 2.5
+  (ProducerAppendInfo.checkSequence). With ``strict_unknown_producer`` (on a node: the
+  bug switch ``txnchaos.bug.unknown.producer.strict``) a non-zero sequence gets
+  UNKNOWN_PRODUCER_ID instead, the Kafka <= 2.4 rule that makes clients run their
+  KIP-360 recovery.
 * a non-transactional batch while the producer has an open transaction:
   INVALID_TXN_STATE.
 

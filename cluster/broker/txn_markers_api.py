@@ -12,13 +12,18 @@ data visible to read_committed consumers.
 v0 is not offered: it is gone from Kafka 4's schemas (and from kio). v2 adds the
 marker's transaction version, which selects the TV2 epoch rule.
 
-Markers from a connection that is not a node's come from an operator (KIP-664's admin
-abort; the cluster-action check in front of this API decides who may send them) and
-follow the stricter admin rules of ``ProducerStateManager.validate_admin_marker``: an
-open transaction, the producer's latest epoch exactly, coordinator epoch -1 or a real
-one. The seed's TxnStartOffset field never entered Kafka's schema (Kafka 4's v1/v2
-carry partition indexes only), so the start offset is checked by the tool against
-DescribeProducers just before the abort, as Kafka's ``kafka-transactions.sh`` does.
+A marker whose coordinator epoch is -1 is an operator's (KIP-664's admin form: no
+coordinator ever has epoch -1) and follows the stricter admin rules of
+``ProducerStateManager.validate_admin_marker``: an open transaction, the producer's latest
+epoch exactly, no coordinator fencing. Every other marker follows a coordinator's rules,
+whoever sends it, as in Kafka, whose broker does not tell an operator's marker from a
+coordinator's: Kafka's ``kafka-transactions.sh abort`` (and ``txnchaos transactions
+abort``) sends the producer's coordinator epoch from DescribeProducers. Who may send
+markers is Kafka's rule too: anyone on a cluster without an authorizer, else ALTER or
+CLUSTER_ACTION on the cluster (``security/rules.py``); no client id is special. The
+seed's TxnStartOffset field never entered Kafka's schema (Kafka 4's v1/v2 carry
+partition indexes only), so the start offset is checked by the tool against
+DescribeProducers just before the abort, as Kafka's tool does.
 """
 
 from __future__ import annotations
@@ -30,7 +35,6 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from ..protocol.hot_codecs import write_txn_markers_response
-from ..server.cluster_action import is_node
 from ..server.dispatch import ApiRegistry, RequestContext
 from .partition import Partition, TxnMarker
 from .partition_manager import PartitionManager
@@ -39,6 +43,9 @@ log = logging.getLogger(__name__)
 
 GROUP_METADATA_TOPIC = "__consumer_offsets"
 NONE = 0
+
+ADMIN_COORDINATOR_EPOCH = -1
+"""The coordinator epoch of an operator's marker (KIP-664)."""
 
 GroupSink = Callable[[int, int, bool, list[int]], Awaitable[dict[int, int]]]
 """(producer_id, producer_epoch, commit, partition indexes) -> {partition: error code}."""
@@ -53,7 +60,6 @@ class WriteTxnMarkersApi:
         registry.register(27, 1, 2, self.handle, owner="broker")
 
     async def handle(self, ctx: RequestContext, request: Any) -> Any:
-        admin = not is_node(ctx)
         markers: list[tuple[int, list[tuple[str, list[tuple[int, int]]]]]] = []
         # The markers for partitions this node has, by partition, in request order:
         # written partition by partition (a partition's markers in one write).
@@ -75,13 +81,18 @@ class WriteTxnMarkersApi:
                         later.append((marker, t.name, [(pos, i)], results))
                         continue
                     if spec is None:
-                        spec = _marker(marker, admin)
+                        spec = _marker(marker)
                     known.setdefault((t.name, i), []).append((spec, results, pos))
             markers.append((marker.producer_id, topics))
         for tp, entries in known.items():
             self._write_known(tp, entries)
+        unknown = [
+            (n, i) for _, n, slots, _ in later if n != GROUP_METADATA_TOPIC for _, i in slots
+        ]
+        if unknown and self.partitions is not None:  # one view refresh for all of them
+            await self.partitions.ensure_known(unknown)
         for marker, name, slots, results in later:
-            await self._write_later(marker, name, slots, results, admin)
+            await self._write_later(marker, name, slots, results)
         errors = tuple(code for _, ts in markers for _, rs in ts for _, code in rs if code)
         return ctx.encoded(write_txn_markers_response(ctx.api_version, markers), errors)
 
@@ -105,7 +116,6 @@ class WriteTxnMarkersApi:
         name: str,
         slots: list[tuple[int, int]],
         results: list[tuple[int, int]],
-        admin: bool,
     ) -> None:
         """Markers that may wait: for ``__consumer_offsets`` partitions (the group
         coordinator) and for partitions this node does not know yet (after a sync).
@@ -116,7 +126,7 @@ class WriteTxnMarkersApi:
                 results[pos] = (i, codes[i])
             return
         for pos, i in slots:
-            results[pos] = (i, await self._write(name, i, marker, admin))
+            results[pos] = (i, await self._write(name, i, marker))
 
     async def _to_groups(self, marker: Any, indexes: list[int]) -> dict[int, int]:
         if self.group_sink is None:
@@ -133,34 +143,34 @@ class WriteTxnMarkersApi:
             return {i: ErrorCode.unknown_server_error.value for i in indexes}
         return {i: int(result.get(i, ErrorCode.not_leader_or_follower.value)) for i in indexes}
 
-    async def _write(self, topic: str, index: int, marker: Any, admin: bool) -> int:
+    async def _write(self, topic: str, index: int, marker: Any) -> int:
         if self.partitions is None:
             return ErrorCode.not_leader_or_follower.value
-        partition = await self.partitions.get_or_sync(topic, index)
+        partition = self.partitions.get(topic, index)
         if partition is None:
             meta = self.partitions.source.view().topic(topic)
             if meta is None or not 0 <= index < meta.num_partitions:
                 return ErrorCode.unknown_topic_or_partition.value
             return ErrorCode.not_leader_or_follower.value
-        return self._write_to(partition, topic, index, marker, admin)
+        return self._write_to(partition, topic, index, marker)
 
-    def _write_to(
-        self, partition: Partition, topic: str, index: int, marker: Any, admin: bool
-    ) -> int:
+    def _write_to(self, partition: Partition, topic: str, index: int, marker: Any) -> int:
         assert self.partitions is not None
-        code = partition.write_txn_markers([_marker(marker, admin)])[0]
+        code = partition.write_txn_markers([_marker(marker)])[0]
         if code == 0:
             self.partitions.notify((topic, index))
         return code
 
 
-def _marker(marker: Any, admin: bool) -> TxnMarker:
-    """A WriteTxnMarkers marker as the partition takes it (``admin``: an operator's)."""
+def _marker(marker: Any) -> TxnMarker:
+    """A WriteTxnMarkers marker as the partition takes it (coordinator epoch -1: an
+    operator's)."""
+    coordinator_epoch = int(marker.coordinator_epoch)
     return TxnMarker(
         int(marker.producer_id),
         int(marker.producer_epoch),
-        int(marker.coordinator_epoch),
+        coordinator_epoch,
         bool(marker.transaction_result),
         int(getattr(marker, "transaction_version", 0)),
-        admin,
+        coordinator_epoch == ADMIN_COORDINATOR_EPOCH,
     )

@@ -57,6 +57,18 @@ TOPIC_CONFIG_KEYS: dict[str, TopicConfigKey] = {
         TopicConfigKey("segment.ms", "log.roll.ms", "LONG", minimum=1),
         TopicConfigKey("max.message.bytes", "message.max.bytes", "INT", minimum=0),
         TopicConfigKey("message.timestamp.type", None, "STRING", ("CreateTime",)),
+        TopicConfigKey(
+            "message.timestamp.before.max.ms",
+            "log.message.timestamp.before.max.ms",
+            "LONG",
+            minimum=0,
+        ),
+        TopicConfigKey(
+            "message.timestamp.after.max.ms",
+            "log.message.timestamp.after.max.ms",
+            "LONG",
+            minimum=0,
+        ),
         TopicConfigKey("min.insync.replicas", "min.insync.replicas", "INT", minimum=1),
         TopicConfigKey("compression.type", None, "STRING", ("producer",)),
     )

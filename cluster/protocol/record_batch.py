@@ -33,6 +33,7 @@ MAGIC_OFFSET = 16
 CRC_OFFSET = 17
 ATTRIBUTES_OFFSET = 21  # the CRC covers the batch from here to its end
 PARTITION_LEADER_EPOCH_OFFSET = 12
+MAX_TIMESTAMP_OFFSET = 35
 CURRENT_MAGIC = 2
 
 NO_PRODUCER_ID = -1
@@ -186,6 +187,12 @@ def set_base_offset(buf: bytearray, pos: int, offset: int) -> None:
 def set_partition_leader_epoch(buf: bytearray, pos: int, epoch: int) -> None:
     """Rewrite the partition leader epoch in place (it is outside the CRC)."""
     _I32.pack_into(buf, pos + PARTITION_LEADER_EPOCH_OFFSET, epoch)
+
+
+def set_max_timestamp(buf: bytearray, pos: int, size: int, timestamp: int) -> None:
+    """Rewrite the max timestamp in place and recompute the CRC (it covers the field)."""
+    _I64.pack_into(buf, pos + MAX_TIMESTAMP_OFFSET, timestamp)
+    _U32.pack_into(buf, pos + CRC_OFFSET, compute_crc(buf, pos, size))
 
 
 def with_base_offset(buf: bytes | bytearray, new_base: int) -> bytes:

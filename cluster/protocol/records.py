@@ -1,7 +1,7 @@
-"""Encoding uncompressed v2 record batches, for the project's own protocol-level
-clients (raw idempotence tests now; the new-protocol and 2PC producers later).
+"""Encoding v2 record batches, for the project's own protocol-level clients (raw
+tests, the new-protocol and 2PC producers, the fuzzer).
 
-The broker never needs this: it treats batches as opaque bytes.
+The broker never writes data batches: it stores what producers send.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ import struct
 import time
 from collections.abc import Sequence
 
+from .compression import compress
 from .record_batch import (
     CRC_OFFSET,
     CURRENT_MAGIC,
@@ -58,8 +59,10 @@ def encode_batch(
     transactional: bool = False,
     timestamp_ms: int | None = None,
     base_offset: int = 0,
+    compression: int = 0,
 ) -> bytes:
-    """One uncompressed batch; each record is ``value`` or ``(key, value)``."""
+    """One batch; each record is ``value`` or ``(key, value)``; ``compression`` is the
+    codec id (0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd)."""
     if not records:
         raise ValueError("a record batch needs at least one record")
     ts = int(time.time() * 1000) if timestamp_ms is None else timestamp_ms
@@ -68,6 +71,8 @@ def encode_batch(
         key, value = record if isinstance(record, tuple) else (None, record)
         encoded.append(encode_record(i, 0, key, value))
     payload = b"".join(encoded)
+    if compression:
+        payload = compress(compression, payload)
     size = HEADER_SIZE + len(payload)
     buf = bytearray(size)
     HEADER.pack_into(
@@ -78,7 +83,7 @@ def encode_batch(
         0,
         CURRENT_MAGIC,
         0,
-        TRANSACTIONAL_BIT if transactional else 0,
+        (TRANSACTIONAL_BIT if transactional else 0) | compression,
         len(records) - 1,
         ts,
         ts,

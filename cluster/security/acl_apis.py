@@ -23,6 +23,7 @@ from .authorizer import Authorizer
 DESCRIBE_ACLS, CREATE_ACLS, DELETE_ACLS = 29, 30, 31
 INVALID_REQUEST = 42
 UNKNOWN_SERVER_ERROR = -1
+SECURITY_DISABLED = 54
 
 
 class AclStore:
@@ -81,6 +82,37 @@ def _described(acls: list[AclBinding]) -> list[dict[str, Any]]:
 
 
 Forward = Callable[[Any], Awaitable[Any]]
+
+
+class SecurityDisabledAclApis:
+    """The ACL APIs of a node without an authorizer, as Kafka's AclApis answers them:
+    served (ApiVersions lists them) and refused with SECURITY_DISABLED, so a tool learns
+    why (``txnchaos acls``, Kafka's kafka-acls.sh)."""
+
+    def register(self, registry: Any) -> None:
+        registry.register(DESCRIBE_ACLS, 1, 3, self.describe, owner="security")
+        registry.register(CREATE_ACLS, 1, 3, self.create, owner="security")
+        registry.register(DELETE_ACLS, 1, 3, self.delete, owner="security")
+
+    async def describe(self, ctx: Any, request: Any) -> Any:
+        return ctx.respond(
+            throttle_time=0,
+            error_code=SECURITY_DISABLED,
+            error_message="No Authorizer is configured on the broker",
+            resources=[],
+        )
+
+    async def create(self, ctx: Any, request: Any) -> Any:
+        refused = {"error_code": SECURITY_DISABLED, "error_message": "No Authorizer is configured."}
+        return ctx.respond(throttle_time=0, results=[refused for _ in request.creations])
+
+    async def delete(self, ctx: Any, request: Any) -> Any:
+        refused = {
+            "error_code": SECURITY_DISABLED,
+            "error_message": "No Authorizer is configured.",
+            "matching_acls": [],
+        }
+        return ctx.respond(throttle_time=0, filter_results=[refused for _ in request.filters])
 
 
 class AclApis:

@@ -14,7 +14,7 @@ from typing import Any
 from ..server.cluster_action import NODE_ONLY_APIS, refuse_cluster_action
 from ..server.dispatch import ApiRegistry, Handler, RequestContext
 from ..server.server import CloseConnection, KafkaServer
-from .acl_apis import AclApis, AclStore, AclSync
+from .acl_apis import AclApis, AclStore, AclSync, SecurityDisabledAclApis
 from .authentication import PRE_AUTHENTICATION_APIS, Authenticator
 from .authorizer import Authorizer
 from .config import SecurityConfig
@@ -67,6 +67,8 @@ class AccessControl:
                 self.sync = AclSync(self.authorizer, controller, client_id, refresh_interval_s)
                 apis = AclApis(self.authorizer, None, self.sync.forward)
             apis.register(registry)
+        else:
+            SecurityDisabledAclApis().register(registry)
         for spec in registry.specs():
             if spec.api_key not in PRE_AUTHENTICATION_APIS:
                 registry.wrap(spec.api_key, self._guard(RULES.get(spec.api_key)))

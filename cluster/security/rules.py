@@ -470,7 +470,9 @@ async def end_txn(a: Access, ctx: RequestContext, req: Any, handler: Handler) ->
 
 
 async def write_txn_markers(a: Access, ctx: RequestContext, req: Any, handler: Handler) -> Any:
-    if a.cluster(Operation.CLUSTER_ACTION):
+    """Kafka 4.x (KafkaApis.handleWriteTxnMarkersRequest): ALTER on the cluster (an
+    operator's abort, KIP-664) or CLUSTER_ACTION (the coordinators)."""
+    if a.cluster(Operation.ALTER) or a.cluster(Operation.CLUSTER_ACTION):
         return await handler(ctx, req)
     return refuse_cluster_action(ctx, req)
 

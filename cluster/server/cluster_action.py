@@ -1,5 +1,5 @@
-"""Server-only APIs: AddPartitionsToTxn v4+ (KIP-890 verification, sent by brokers),
-WriteTxnMarkers (sent by coordinators) and the controller's node APIs (BrokerRegistration,
+"""Server-only APIs on a cluster without an authorizer: AddPartitionsToTxn v4+ (KIP-890
+verification, sent by brokers) and the controller's node APIs (BrokerRegistration,
 BrokerHeartbeat, AllocateProducerIds) need Kafka's CLUSTER_ACTION permission. Kafka
 serves the controller's APIs on its controller listener only; here they stay on the one
 listener but behind this check always (issue 35: a client's BrokerRegistration of a
@@ -9,18 +9,18 @@ pointed the cluster at another port).
 This cluster has no authentication, so a connection counts as a node's when its
 client id starts with ``txnchaos-node-`` (the id every node uses towards its peers:
 ``txnchaos-node-<node id>``), as a Kafka cluster trusts its inter-broker principal.
-Operators hold CLUSTER_ACTION too (KIP-664's admin abort needs it): a client id that
-starts with one of the prefixes in ``txnchaos.cluster.action.client.ids`` (default
-``txnchaos-admin``, which ``txnchaos transactions`` uses) is granted it, as an ACL
-would grant it to an admin principal. Anything else gets CLUSTER_AUTHORIZATION_FAILED
-in the API's own response shape. A test that plays a coordinator on purpose (e.g.
-writing markers by hand) uses a node's client id; the setting
+Anything else gets CLUSTER_AUTHORIZATION_FAILED in the API's own response shape. A test
+that plays a broker on purpose uses a node's client id; the setting
 ``txnchaos.cluster.action.authorization.enable`` (default true) turns the check off.
+
+WriteTxnMarkers is not guarded here: Kafka without an authorizer serves it to anyone,
+which KIP-664's admin abort (Kafka's own ``kafka-transactions.sh abort``, ``txnchaos
+transactions abort``) relies on; no client id grants anything. With an authorizer the
+ACLs decide (ALTER or CLUSTER_ACTION on the cluster, ``security/rules.py``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -34,10 +34,9 @@ BROKER_REGISTRATION = 62
 BROKER_HEARTBEAT = 63
 ALLOCATE_PRODUCER_IDS = 67
 NODE_ONLY_APIS = frozenset({BROKER_REGISTRATION, BROKER_HEARTBEAT, ALLOCATE_PRODUCER_IDS})
-"""Sent by nodes only, never by an operator (the admin prefixes do not grant them)."""
+"""Sent by nodes only, never by an operator."""
 FIRST_SERVER_ONLY_VERSION = {
     ADD_PARTITIONS_TO_TXN: 4,
-    WRITE_TXN_MARKERS: 0,
     **dict.fromkeys(NODE_ONLY_APIS, 0),
 }
 CLUSTER_AUTHORIZATION_FAILED = int(ErrorCode.cluster_authorization_failed)
@@ -46,17 +45,6 @@ CLUSTER_AUTHORIZATION_FAILED = int(ErrorCode.cluster_authorization_failed)
 def is_node(ctx: RequestContext) -> bool:
     client_id = ctx.client_id
     return client_id is not None and client_id.startswith(NODE_CLIENT_PREFIX)
-
-
-def admin_prefixes(setting: str) -> tuple[str, ...]:
-    """The client-id prefixes of ``txnchaos.cluster.action.client.ids`` (comma-separated)."""
-    return tuple(p.strip() for p in setting.split(",") if p.strip())
-
-
-def may_act_on_cluster(ctx: RequestContext, admins: tuple[str, ...]) -> bool:
-    """CLUSTER_ACTION: a node, or a client whose id starts with an admin prefix."""
-    client_id = ctx.client_id
-    return is_node(ctx) or (client_id is not None and client_id.startswith(admins))
 
 
 def refuse_cluster_action(ctx: RequestContext, request: Any) -> Any:
@@ -97,24 +85,17 @@ def refuse_cluster_action(ctx: RequestContext, request: Any) -> Any:
     )
 
 
-def _guard(admins: tuple[str, ...]) -> Callable[[Handler], Handler]:
-    def wrap(handler: Handler) -> Handler:
-        async def guarded(ctx: RequestContext, request: Any) -> Any:
-            server_only = ctx.api_version >= FIRST_SERVER_ONLY_VERSION[ctx.api_key]
-            allowed = is_node(ctx) if ctx.api_key in NODE_ONLY_APIS else None
-            if allowed is None:
-                allowed = may_act_on_cluster(ctx, admins)
-            if server_only and not allowed:
-                return refuse_cluster_action(ctx, request)
-            return await handler(ctx, request)
+def _guarded(handler: Handler) -> Handler:
+    async def guarded(ctx: RequestContext, request: Any) -> Any:
+        server_only = ctx.api_version >= FIRST_SERVER_ONLY_VERSION[ctx.api_key]
+        if server_only and not is_node(ctx):
+            return refuse_cluster_action(ctx, request)
+        return await handler(ctx, request)
 
-        return guarded
-
-    return wrap
+    return guarded
 
 
-def guard_server_only_apis(registry: ApiRegistry, admins: tuple[str, ...] = ()) -> None:
-    """Put the cluster-action check in front of the server-only APIs served here;
-    ``admins``: client-id prefixes granted CLUSTER_ACTION besides the nodes."""
+def guard_server_only_apis(registry: ApiRegistry) -> None:
+    """Put the cluster-action check in front of the server-only APIs served here."""
     for api_key in FIRST_SERVER_ONLY_VERSION:
-        registry.wrap(api_key, _guard(admins))
+        registry.wrap(api_key, _guarded)

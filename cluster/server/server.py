@@ -658,10 +658,21 @@ class KafkaServer:
             self.observer(api_key, api_version, response, elapsed, bytes_in + 4, bytes_out)
 
     def api_version_ranges(self) -> list[dict[str, int]]:
+        """What ApiVersions offers: the served ranges, except that Produce is offered from
+        v0 (as Kafka 4.x, KAFKA-18659: librdkafka fails compressed produce with a broker
+        whose Produce minimum is above 0); v0-v2 themselves stay refused."""
         return [
-            {"api_key": s.api_key, "min_version": s.min_version, "max_version": s.max_version}
+            {
+                "api_key": s.api_key,
+                "min_version": ADVERTISED_MIN_VERSION.get(s.api_key, s.min_version),
+                "max_version": s.max_version,
+            }
             for s in self.registry.specs()
         ]
+
+
+#: API key -> the minimum version ApiVersions offers when it is below the served one
+ADVERTISED_MIN_VERSION = {0: 0}  # Produce (KAFKA-18659)
 
 
 def register_api_versions(

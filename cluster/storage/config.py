@@ -15,6 +15,10 @@ class LogConfig:
     retention_bytes: int = -1  # retention.bytes, -1 = infinite
     index_interval_bytes: int = 4096  # index.interval.bytes
     max_message_bytes: int = 1048588  # max.message.bytes (1 MiB + record overhead)
+    # message.timestamp.before.max.ms / after.max.ms: how far a record's CreateTime may lie
+    # behind / ahead of the broker's clock (Kafka 4.x defaults)
+    timestamp_before_max_ms: int = 2**63 - 1
+    timestamp_after_max_ms: int = 3_600_000
 
     def __post_init__(self) -> None:
         if not 14 <= self.segment_bytes <= 2**31 - 1:

@@ -7,21 +7,23 @@ partitions' open transactions (DescribeProducers) and the coordinators' transact
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..client_security import kafka_python_security
+from ..client_security import kafka_python_security, security_config
 from ..history.final_state import (
     CoordinatorTransaction,
     FinalPartition,
     FinalState,
+    GroupOffset,
     OpenTransaction,
     write_final_state,
 )
-from ..history.run_dir import FINAL_STATE_JSON
+from ..history.run_dir import FINAL_STATE_JSON, HISTORY_DIR
 
 log = logging.getLogger(__name__)
 
@@ -116,6 +118,66 @@ def coordinator_transactions(
     return out
 
 
+def history_groups(run_dir: Path) -> list[str]:
+    """The groups whose offsets the run's users committed (send_offsets, commit_offsets)."""
+    groups: set[str] = set()
+    for path in sorted((run_dir / HISTORY_DIR).glob("*.jsonl")):
+        with path.open(encoding="utf-8") as fh:
+            for line in fh:
+                if '"group_id"' not in line or "offsets" not in line:
+                    continue
+                try:
+                    op = json.loads(line)
+                except ValueError:
+                    continue  # a torn last line of a killed process
+                if op.get("type") in ("send_offsets", "commit_offsets") and op.get("group_id"):
+                    groups.add(str(op["group_id"]))
+    return sorted(groups)
+
+
+def group_offsets(
+    bootstrap: str,
+    groups: list[str],
+    partitions: list[FinalPartition],
+    security: Mapping[str, Any] | None = None,
+) -> list[GroupOffset] | None:
+    """The committed offsets of ``groups`` for ``partitions`` (OffsetFetch through each
+    group's coordinator, as a consumer of the group finds it); None if it does not answer."""
+    if not groups:
+        return []
+    from confluent_kafka import Consumer, TopicPartition
+
+    tps = [TopicPartition(p["topic"], p["partition"]) for p in partitions]
+    out: list[GroupOffset] = []
+    for group in groups:
+        consumer = Consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": group,
+                "enable.auto.commit": False,
+                **security_config(security),
+            }
+        )
+        try:
+            fetched = consumer.committed(tps, timeout=15)
+        except Exception as exc:
+            log.info("OffsetFetch of group %s failed: %s", group, exc)
+            return None
+        finally:
+            consumer.close()
+        for tp in fetched:
+            if tp.error is None and tp.offset >= 0:
+                out.append(
+                    {
+                        "group_id": group,
+                        "topic": tp.topic,
+                        "partition": tp.partition,
+                        "offset": tp.offset,
+                    }
+                )
+    return out
+
+
 def capture_final_state(
     run_dir: Path,
     bootstrap: str,
@@ -129,6 +191,7 @@ def capture_final_state(
         "partitions": partitions,
         "open_transactions": open_transactions(bootstrap, partitions, security) or [],
         "coordinator_transactions": coordinator_transactions(bootstrap, security),
+        "group_offsets": group_offsets(bootstrap, history_groups(run_dir), partitions, security),
     }
     write_final_state(run_dir / FINAL_STATE_JSON, state)
     return state

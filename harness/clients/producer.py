@@ -89,7 +89,14 @@ class Producer:
         self.state = ProducerState()
         self.sm = TxnStateMachine()
         self.txn = TxnRequests(self.view, self.state, config)
-        self.sender = Sender(self.view, self.state, self.sm, config, self._add_partitions_now)
+        self.sender = Sender(
+            self.view,
+            self.state,
+            self.sm,
+            config,
+            self._add_partitions_now,
+            new_producer_id=self._new_idempotent_producer_id,
+        )
         self.transactional = config.transactional_id is not None
         #: KIP-939: the transaction the coordinator kept at a keep-prepared init, and the
         #: one prepared now (what ``complete_transaction`` compares with).
@@ -148,6 +155,13 @@ class Producer:
             book.added |= partitions
             book.pending -= partitions
             book.started = True
+
+    async def _new_idempotent_producer_id(self) -> None:
+        """An idempotent producer whose epoch is exhausted takes a new producer id
+        (InitProducerId without a transactional id; sequences restart at 0)."""
+        deadline = time.monotonic() + self.config.request_timeout_ms / 1000
+        answer = await self.txn.init_producer_id(deadline, bump=False)
+        self.state.set_id(answer.producer_id, answer.epoch)
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -211,6 +225,7 @@ class Producer:
                 "prepare_transaction needs enable_two_phase_commit=True", INVALID_TXN_STATE
             )
         self.sm.require(TxnState.IN_TRANSACTION)
+        self._require_tv2_for_two_phase("prepare_transaction")
         deadline = time.monotonic() + timeout_s
         await self._within(self.sender.flush(), deadline, "flush before prepare")
         book = self.sm.book
@@ -230,13 +245,34 @@ class Producer:
         keep-prepared ``init_transactions`` (nothing to do if that found no transaction)."""
         self._need_transactional()
         if self.sm.state is not TxnState.PREPARED:
-            self.sm.require(TxnState.PREPARED)  # the fatal/abortable error, if any
+            if self.sm.state in (TxnState.FATAL_ERROR, TxnState.ABORTABLE_ERROR):
+                self.sm.require(TxnState.PREPARED)  # raises the fatal/abortable error
+            raise StateError(  # KIP-939: completeTransaction of nothing prepared
+                f"complete_transaction needs a prepared transaction; the producer is "
+                f"{self.sm.state.value}",
+                INVALID_TXN_STATE,
+            )
+        if not self._prepared.is_empty:
+            self._require_tv2_for_two_phase("complete_transaction")
         commit = not self._prepared.is_empty and state == self._prepared
         if commit:
             await self.commit_transaction(timeout_s)
         else:
             await self.abort_transaction(timeout_s)
         return commit
+
+    def _require_tv2_for_two_phase(self, what: str) -> None:
+        """KIP-939's prepared state {producer id, epoch} names one transaction only when
+        every transaction ends with an epoch bump (TV2): under TV0/1 the next transaction of
+        the same instance has the same id and epoch, so a recovery could commit a
+        transaction the database rolled back. Refused, with nothing changed (the
+        transaction can still be committed or aborted)."""
+        if self.sm.book.tv < 2:
+            raise UnsupportedError(
+                f"{what} needs transaction.version 2 (an epoch per transaction); this "
+                f"transaction runs at transaction.version {self.sm.book.tv}: commit or "
+                "abort it instead"
+            )
 
     async def begin_transaction(self) -> None:
         self._need_transactional()
@@ -362,17 +398,24 @@ class Producer:
         book = self.sm.book
         self.sender.fail_unsent(book.error or AbortableError("the transaction was aborted"))
         await self._within(self.sender.idle.wait(), deadline, "in-flight records before abort")
-        if book.tv >= 2:
-            if book.started:
-                ids = await self._guard(self.txn.end_txn(False, 2, deadline))
+        # KIP-360: a coordinator that no longer maps the transactional id to this producer
+        # id (INVALID_PRODUCER_ID_MAPPING, e.g. the id expired) cannot end the transaction;
+        # InitProducerId with the current id and epoch gets a producer id it maps again.
+        # Under TV2 too (each EndTxn v5 would answer the same: the producer stayed aborting).
+        mapping_lost = book.error is not None and book.error.code == INVALID_PRODUCER_ID_MAPPING
+        if book.started and not mapping_lost:
+            try:
+                ids = await self._guard(self.txn.end_txn(False, book.tv, deadline))
+            except AbortableError as exc:
+                if exc.code != INVALID_PRODUCER_ID_MAPPING:
+                    raise
+                mapping_lost = True
+            else:
                 if ids is not None:
                     self.state.set_id(*ids)
-        else:
-            mapping_lost = book.error is not None and book.error.code == INVALID_PRODUCER_ID_MAPPING
-            if book.started and not mapping_lost:
-                await self._guard(self.txn.end_txn(False, book.tv, deadline))
-            if (book.bump_required or mapping_lost) and not self.sender.misbehavior.skip_epoch_bump:
-                await self._bump_epoch(deadline)
+        bump = mapping_lost or (book.tv < 2 and book.bump_required)
+        if bump and not self.sender.misbehavior.skip_epoch_bump:
+            await self._bump_epoch(deadline)
         self.sm.transition(TxnState.READY)
 
     async def _bump_epoch(self, deadline: float) -> None:

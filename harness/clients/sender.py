@@ -90,6 +90,7 @@ class Sender:
         sm: TxnStateMachine,
         config: ProducerConfig,
         add_partitions: Callable[[set[TopicPartition]], Awaitable[None]],
+        new_producer_id: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self.view = view
         self.state = state
@@ -98,6 +99,8 @@ class Sender:
         self.transactional = config.transactional_id is not None
         self.misbehavior = config.misbehavior
         self._add_partitions = add_partitions
+        #: Idempotent producer at the last epoch: a new producer id (InitProducerId).
+        self._new_producer_id = new_producer_id
         self.queues: dict[TopicPartition, collections.deque[PendingRecord]] = {}
         self.retries: dict[TopicPartition, Batch] = {}
         self.in_flight: set[TopicPartition] = set()
@@ -235,7 +238,10 @@ class Sender:
         if self.idempotent_bump:
             if self.in_flight:
                 return
-            self.state.bump_locally()
+            if not self.state.bump_locally() and self._new_producer_id is not None:
+                # The epoch is exhausted: a new producer id, as Kafka's Java client does
+                # (resetIdempotentProducerId); a failure leaves the bump for the next pass.
+                await self._new_producer_id()
             self.idempotent_bump = False
         now = time.monotonic()
         by_leader: dict[int, list[Batch]] = {}

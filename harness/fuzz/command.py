@@ -9,11 +9,10 @@ from pathlib import Path
 
 import click
 
-from ..cli_input import InputError, check_bootstrap
+from ..cli_input import Duration, InputError, check_bootstrap
 from ..launch.local import LaunchError
 from .findings import FindingFileError, load
-from .mutators import make_case
-from .runner import FuzzOptions
+from .runner import STRATEGIES, FuzzOptions, case_for
 from .session import ClusterChoice, Session, fuzz, replay_finding
 
 EXIT_CLEAN, EXIT_FINDINGS = 0, 1
@@ -40,6 +39,15 @@ def _bootstrap(value: str) -> list[tuple[str, int]]:
 )
 @click.option(
     "--first-case", type=click.IntRange(0), default=0, show_default=True, help="First case id."
+)
+@click.option(
+    "--strategy",
+    type=click.Choice(STRATEGIES),
+    default="bytes",
+    show_default=True,
+    help="bytes: mutate valid frames' bytes; typed: valid frames with hostile field values "
+    "(extremes, other producers' ids and epochs, control characters, regular expressions, "
+    "bad topic configs and record batches); mixed: both, alternating.",
 )
 @click.option("--brokers", type=click.IntRange(1, 16), default=1, show_default=True)
 @click.option(
@@ -82,17 +90,17 @@ def _bootstrap(value: str) -> list[tuple[str, int]]:
 )
 @click.option(
     "--case-timeout",
-    type=click.FloatRange(0.1),
-    default=30.0,
+    type=Duration(),
+    default="30s",
     show_default=True,
-    help="Seconds a case may go unanswered before it counts as unanswered.",
+    help="How long a case may go unanswered before it counts as unanswered (a duration).",
 )
 @click.option(
     "--health-timeout",
-    type=click.FloatRange(0.1),
-    default=10.0,
+    type=Duration(),
+    default="10s",
     show_default=True,
-    help="Seconds a node has to answer ApiVersions and Metadata on a fresh connection.",
+    help="How long a node has to answer ApiVersions and Metadata on a fresh connection.",
 )
 @click.option(
     "--rss-limit-mb",
@@ -133,6 +141,7 @@ def fuzz_command(
     cases: int,
     seed: int,
     first_case: int,
+    strategy: str,
     brokers: int,
     coordinators: int,
     settings: tuple[str, ...],
@@ -151,14 +160,16 @@ def fuzz_command(
     """Fuzz the nodes' Kafka protocol handling with mutated request frames.
 
     Seeds are valid frames of every version of every API each node serves (from its
-    ApiVersions answer), mutated reproducibly: bit flips, bytes set, truncation, length
-    and count lies (huge varints, negative counts), nulls where none are allowed, other
-    API keys and versions, garbage tails, a 32,767-byte client id, several frames in
-    one write, size prefixes that lie. After every --batch cases each node must be
-    alive, answer ApiVersions and Metadata on a fresh connection within
-    --health-timeout, stay within --rss-limit-mb, and have logged no traceback or
-    ERROR line. A finding is narrowed down to the case that causes it and saved with
-    its bytes; `--replay FILE` sends them again.
+    ApiVersions answer). --strategy bytes (the default) mutates them reproducibly: bit
+    flips, bytes set, truncation, length and count lies (huge varints, negative counts),
+    nulls where none are allowed, other API keys and versions, garbage tails, a
+    32,767-byte client id, several frames in one write, size prefixes that lie.
+    --strategy typed sends valid frames with hostile field values instead; mixed
+    alternates. After every --batch cases each node must be alive, answer ApiVersions
+    and Metadata on a fresh connection within --health-timeout, stay within
+    --rss-limit-mb, and have logged no traceback or ERROR line. A finding is narrowed
+    down to the case that causes it and saved with its bytes; `--replay FILE` sends
+    them again.
 
     Exit code 0: no findings; 1: findings (listed, and in --out); 2: bad input.
     """
@@ -181,11 +192,12 @@ def fuzz_command(
         health_timeout=health_timeout,
         rss_limit_mb=rss_limit_mb,
         findings_dir=findings_dir,
+        strategy=strategy,
     )
     try:
         with Session(choice) as session:
             if show_case is not None:
-                case = asyncio.run(_case(session, seed, show_case))
+                case = asyncio.run(_case(session, options, show_case))
                 click.echo(case)
                 return
             summary = asyncio.run(fuzz(session, options, lambda line: click.echo(line, err=True)))
@@ -209,14 +221,17 @@ def fuzz_command(
     sys.exit(EXIT_CLEAN if summary.clean else EXIT_FINDINGS)
 
 
-async def _case(session: Session, seed: int, case_id: int) -> str:
+async def _case(session: Session, options: FuzzOptions, case_id: int) -> str:
     from .discover import api_ranges, plausible_values
     from .seeds import build_corpus
+    from .session import typed_context
 
     ranges = [await api_ranges(n) for n in session.nodes]
     plausible = await plausible_values(session.nodes, ranges)
     corpora = [build_corpus(r, plausible) for r in ranges]
-    case = make_case(corpora, seed, case_id)
+    typed = await typed_context(session.nodes, ranges, plausible, options)
+    case = case_for(corpora, options, case_id, typed)
+    seed = options.seed
     node = session.nodes[case.node]
     return (
         f"case {case_id} (seed {seed}): {node.name}, api {case.api_key} v{case.api_version}, "

@@ -71,4 +71,40 @@ async def plausible_values(
         await asyncio.sleep(0.1)
 
 
-__all__ = ["api_ranges", "plausible_values"]
+INIT_PRODUCER_ID = 22
+
+
+async def learn_producers(
+    nodes: list[Node], ranges: list[dict[int, tuple[int, int]]], plausible: Plausible
+) -> tuple[tuple[int, int], ...]:
+    """Producers (id, epoch) the cluster really issued, for typed cases to name other
+    producers with: two idempotent ones and the seeds' transactional id's. Best effort:
+    a node that refuses gives none."""
+    out: list[tuple[int, int]] = []
+    node = next((n for n, r in zip(nodes, ranges, strict=True) if INIT_PRODUCER_ID in r), None)
+    if node is None:
+        return ()
+    for txn_id in (None, None, plausible.transactional_id):
+        try:
+            response: object = await asyncio.wait_for(
+                _ask(
+                    node,
+                    INIT_PRODUCER_ID,
+                    4,
+                    {
+                        "transactional_id": txn_id,
+                        "transaction_timeout": 60_000,
+                        "producer_id": -1,
+                        "producer_epoch": -1,
+                    },
+                ),
+                10,
+            )
+        except (OSError, TimeoutError, asyncio.IncompleteReadError):
+            continue
+        if response.error_code == 0:  # type: ignore[attr-defined]
+            out.append((response.producer_id, response.producer_epoch))  # type: ignore[attr-defined]
+    return tuple(out)
+
+
+__all__ = ["api_ranges", "learn_producers", "plausible_values"]

@@ -36,6 +36,7 @@ from .target import (
     send_alone,
     write_case,
 )
+from .typed import TypedContext, make_typed_case
 
 Restart = Callable[[Node], Awaitable[Node]]
 """Restarts a node (kill it first if it runs) and returns it as it now runs."""
@@ -57,6 +58,7 @@ class FuzzOptions:
     rss_limit_mb: float = 512.0
     max_waiting: int = 256
     findings_dir: Path = Path("fuzz-findings")
+    strategy: str = "bytes"  # "bytes" (mutators), "typed" (typed.py) or "mixed" (alternate)
 
 
 @dataclass
@@ -105,6 +107,20 @@ class Summary:
         }
 
 
+STRATEGIES = ("bytes", "typed", "mixed")
+
+
+def case_for(
+    corpora: Sequence[Sequence[Seed]], options: FuzzOptions, case_id: int, typed: TypedContext
+) -> Case:
+    """Case ``case_id`` of the run: a byte mutation, a typed one, or (mixed) odd case ids
+    typed."""
+    strategy = options.strategy
+    if strategy == "typed" or (strategy == "mixed" and case_id % 2):
+        return make_typed_case(corpora, typed, options.seed, case_id)
+    return make_case(corpora, options.seed, case_id)
+
+
 class Runner:
     def __init__(
         self,
@@ -114,10 +130,12 @@ class Runner:
         *,
         restart: Restart | None = None,
         progress: Callable[[str], None] | None = None,
+        typed: TypedContext | None = None,
     ) -> None:
         self.nodes = list(nodes)
         self.corpora = corpora
         self.options = options
+        self.typed = typed or TypedContext()
         self.restart = restart
         self.progress = progress
         self.summary = Summary(seed=options.seed, rss_limit_mb=options.rss_limit_mb)
@@ -167,7 +185,7 @@ class Runner:
 
     async def _worker(self, ids: Iterator[int], done: list[Case]) -> None:
         for case_id in ids:
-            case = make_case(self.corpora, self.options.seed, case_id)
+            case = case_for(self.corpora, self.options, case_id, self.typed)
             done.append(case)
             while len(self._waiting) >= self.options.max_waiting:
                 await asyncio.wait(list(self._waiting), return_when=asyncio.FIRST_COMPLETED)

@@ -5,17 +5,19 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import tempfile
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 
 from ..launch.local import LocalCluster, node_dir
-from .discover import api_ranges, plausible_values
+from ..launch.owner import owned_temp_dir
+from .discover import api_ranges, learn_producers, plausible_values
 from .findings import Finding
 from .health import Health, LogWatch
 from .runner import FuzzOptions, Restart, Runner, Summary, replay
-from .seeds import build_corpus
+from .seeds import Plausible, build_corpus
 from .target import Node, Outcome
+from .typed import TypedContext
 
 
 @dataclasses.dataclass
@@ -53,7 +55,7 @@ class Session:
     def __init__(self, choice: ClusterChoice) -> None:
         self.choice = choice
         self.cluster: LocalCluster | None = None
-        self._tmp: tempfile.TemporaryDirectory[str] | None = None
+        self._tmp: Path | None = None
         self.nodes: list[Node] = []
 
     def __enter__(self) -> Session:
@@ -66,8 +68,8 @@ class Session:
             return self
         data_dir = choice.data_dir
         if data_dir is None:
-            self._tmp = tempfile.TemporaryDirectory(prefix="txnchaos-fuzz-")
-            data_dir = Path(self._tmp.name)
+            # named after this harness: `txnchaos cleanup` removes it if we are killed
+            self._tmp = data_dir = owned_temp_dir("fuzz-")
         self.cluster = LocalCluster.prepare(
             data_dir, choice.brokers, choice.coordinators, choice.settings
         )
@@ -79,7 +81,7 @@ class Session:
         if self.cluster is not None:
             self.cluster.down()
         if self._tmp is not None:
-            self._tmp.cleanup()
+            shutil.rmtree(self._tmp, ignore_errors=True)
 
     async def restart(self, node: Node) -> Node:
         assert self.cluster is not None
@@ -103,6 +105,18 @@ async def fuzz(
     return await fuzz_nodes(session.nodes, options, progress, restart)
 
 
+async def typed_context(
+    nodes: list[Node],
+    ranges: list[dict[int, tuple[int, int]]],
+    plausible: Plausible,
+    options: FuzzOptions,
+) -> TypedContext:
+    """What typed cases name (other producers are learnt only when typed cases run)."""
+    if options.strategy == "bytes":
+        return TypedContext(plausible)
+    return TypedContext(plausible, await learn_producers(nodes, ranges, plausible))
+
+
 async def fuzz_nodes(
     nodes: list[Node],
     options: FuzzOptions,
@@ -113,13 +127,15 @@ async def fuzz_nodes(
     ranges = [await api_ranges(n) for n in nodes]
     plausible = await plausible_values(nodes, ranges)
     corpora = [build_corpus(r, plausible) for r in ranges]
+    typed = await typed_context(nodes, ranges, plausible, options)
     if progress is not None:
         seeds = sum(len(c) for c in corpora)
         progress(
             f"fuzz: {len(nodes)} node(s), {seeds} seed frames "
-            f"(every version of every API each node serves), seed {options.seed}"
+            f"(every version of every API each node serves), seed {options.seed}, "
+            f"strategy {options.strategy}"
         )
-    runner = Runner(nodes, corpora, options, restart=restart, progress=progress)
+    runner = Runner(nodes, corpora, options, restart=restart, progress=progress, typed=typed)
     return await runner.run()
 
 

@@ -60,12 +60,23 @@ class CoordinatorTransaction(TypedDict, total=False):
     partitions: list[TxnPartition]
 
 
+class GroupOffset(TypedDict):
+    """A consumer group's committed offset for one partition (OffsetFetch)."""
+
+    group_id: str
+    topic: str
+    partition: int
+    offset: int
+
+
 class FinalState(TypedDict):
     captured_ns: NotRequired[int | None]
     partitions: list[FinalPartition]
     open_transactions: NotRequired[list[OpenTransaction]]
     coordinator_transactions: NotRequired[list[CoordinatorTransaction] | None]
     """None or absent: the cluster exposes no coordinator state (checks needing it say so)."""
+    group_offsets: NotRequired[list[GroupOffset] | None]
+    """Every group's committed offsets; None or absent: not captured (checks say so)."""
 
 
 # The fields the checkers read in each entry, and their JSON types (each may be null).
@@ -84,6 +95,12 @@ _OPEN_TXN_TYPES: dict[str, type] = {
     "start_ns": int,
 }
 _COORDINATOR_TXN_TYPES: dict[str, type] = {"state": str, "producer_id": int, "start_ns": int}
+_GROUP_OFFSET_TYPES: dict[str, type] = {
+    "group_id": str,
+    "topic": str,
+    "partition": int,
+    "offset": int,
+}
 
 
 def check_types(obj: dict[str, Any], types: dict[str, type], where: str) -> None:
@@ -115,14 +132,14 @@ def parse_final_state(state: Any, path: Path) -> FinalState:
         check_types(p, _PARTITION_TYPES, f"final state ({path}): partitions[{i}]")
     if not isinstance(state.get("open_transactions", []), list):
         raise RunDirError(f"final state ({path}): 'open_transactions' must be a list")
-    coord = state.get("coordinator_transactions")
-    if coord is not None and not isinstance(coord, list):
-        raise RunDirError(
-            f"final state ({path}): 'coordinator_transactions' must be a list or null"
-        )
+    for key in ("coordinator_transactions", "group_offsets"):
+        value = state.get(key)
+        if value is not None and not isinstance(value, list):
+            raise RunDirError(f"final state ({path}): {key!r} must be a list or null")
     for key, types in (
         ("open_transactions", _OPEN_TXN_TYPES),
         ("coordinator_transactions", _COORDINATOR_TXN_TYPES),
+        ("group_offsets", _GROUP_OFFSET_TYPES),
     ):
         for i, entry in enumerate(state.get(key) or ()):
             if not isinstance(entry, dict):

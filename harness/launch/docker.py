@@ -30,11 +30,14 @@ a grace period, start the same container: same data, same command line), and
 
 Environment: ``TESTCONTAINERS_RYUK_DISABLED=true`` and
 ``TESTCONTAINERS_CONNECTION_MODE=docker_host`` are set (no reaper image is available
-offline); ``DOCKER_HOST`` comes from the ``docker_host`` option, the environment, or the
+offline; ``docker_watchdog`` says why a host process does the reaper's job instead);
+``DOCKER_HOST`` comes from the ``docker_host`` option, the environment, or the
 repository's ``var/docker/env`` (``scripts/bootstrap.sh --docker``). Every container and
-the network carry ``org.txnchaos.run=<run id>`` and are removed by :meth:`stop`, at
-interpreter exit (including Ctrl-C), and on SIGTERM when the process has no handler of its
-own; :func:`remove_run` removes the leftovers of a run by label.
+the network carry ``org.txnchaos.run=<run id>`` and their harness (``owner.py``: host, PID
+and its start time) and are removed by :meth:`stop`, at interpreter exit (including
+Ctrl-C), on SIGTERM when the process has no handler of its own, by the run's watchdog
+when the harness dies any other way (``kill -9``), and by ``txnchaos cleanup`` if even the
+watchdog is gone; :func:`remove_run` removes the leftovers of a run by label.
 """
 
 from __future__ import annotations
@@ -63,8 +66,10 @@ from .base import (
     ClusterSpec,
     NodeInfo,
 )
+from .docker_watchdog import Watchdog
 from .errors import LaunchError
 from .local import ClusterLayout, NodeSpec, node_dir, require_usable_cpus
+from .owner import this_harness
 from .proxied import ProxyMesh
 
 if TYPE_CHECKING:
@@ -79,7 +84,6 @@ METRICS_PORT = 9100
 DATA_IN_CONTAINER = "/data"
 LABEL_RUN = "org.txnchaos.run"
 LABEL_LAUNCHER = "org.txnchaos.launcher"
-LABEL_OWNER = "org.txnchaos.owner-pid"
 READY_TIMEOUT_S = 90.0
 STOP_GRACE_S = 10
 REPO = Path(__file__).resolve().parents[2]
@@ -206,6 +210,7 @@ class DockerHandle(ClusterHandle):
         self.mesh: ProxyMesh | None = None
         self._nodes: dict[int, _Node] = {}
         self._client: Any = None
+        self.watchdog: Watchdog | None = None
 
     # ---- addresses ---------------------------------------------------------------------
     @property
@@ -241,11 +246,7 @@ class DockerHandle(ClusterHandle):
 
     # ---- start ---------------------------------------------------------------------------
     def _labels(self) -> dict[str, str]:
-        return {
-            LABEL_RUN: self.run_id,
-            LABEL_LAUNCHER: "docker",
-            LABEL_OWNER: str(os.getpid()),
-        }
+        return {LABEL_RUN: self.run_id, LABEL_LAUNCHER: "docker", **this_harness().labels()}
 
     def start(self) -> None:
         from testcontainers.core.network import Network
@@ -259,6 +260,7 @@ class DockerHandle(ClusterHandle):
                 f"({os.environ.get('DOCKER_HOST', 'default socket')}); "
                 "build it with scripts/build-image.sh"
             ) from exc
+        self.watchdog = Watchdog(self.run_id, self.run_dir / "logs" / "docker-watchdog.log")
         network = Network(docker_network_kw={"driver": "bridge", "labels": self._labels()})
         network.name = f"txnchaos-{self.run_id}"
         self.network = network.create()
@@ -480,6 +482,8 @@ class DockerHandle(ClusterHandle):
                 self.network.remove()
         with contextlib.suppress(Exception):
             remove_run(self.run_id, self._client)
+        if self.watchdog is not None:
+            self.watchdog.release()
 
     def _atexit(self) -> None:
         with contextlib.suppress(Exception):

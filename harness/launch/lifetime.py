@@ -13,8 +13,9 @@ this module (:func:`spawn`), which lives as long as the harness process.
 
 Use it for processes the harness owns for its lifetime (``txnchaos run``'s nodes, the
 Kafka launcher's JVMs); not for ``txnchaos cluster up``, whose nodes are meant to outlive
-the command. What a dead run left anyway (``docker``, temp dirs) ``txnchaos cleanup``
-finds by its labels and names.
+the command. Every child also names its harness in its environment (``owner.OWNER_ENV``):
+what a dead run left anyway (a child of a harness killed before its spawner existed,
+containers, temp dirs) ``txnchaos cleanup`` finds by that and by labels.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
+
+from .owner import owned_environment
 
 PR_SET_PDEATHSIG = 1
 
@@ -60,12 +63,14 @@ def _executor() -> ThreadPoolExecutor:
         return _spawner
 
 
-def spawn(argv: list[str], **popen_args: Any) -> subprocess.Popen[bytes]:
+def spawn(argv: list[str], **popen_args: Any) -> subprocess.Popen[Any]:
     """``subprocess.Popen(argv, **popen_args)`` for a child that gets SIGKILL when the
-    harness process dies (forked by the long-lived spawner thread)."""
+    harness process dies (forked by the long-lived spawner thread), with this harness
+    named in its environment."""
     preexec = die_with_parent()
+    popen_args["env"] = owned_environment(popen_args.get("env"))
 
-    def start() -> subprocess.Popen[bytes]:
+    def start() -> subprocess.Popen[Any]:
         return subprocess.Popen(argv, preexec_fn=preexec, **popen_args)
 
     return _executor().submit(start).result()

@@ -131,6 +131,7 @@ __all__ = [
     "Targets",
     "TimedAction",
     "build_schedule",
+    "no_room",
 ]
 
 
@@ -140,10 +141,57 @@ def _in_calm(t: float, gen: RandomNemesis) -> bool:
     return (t % gen.calm_every) >= gen.calm_every - gen.calm_for
 
 
+#: draws :func:`_one_random_fault` makes before it gives up on calm periods
+_PLACEMENT_DRAWS = 1000
+
+
+def no_room(gen: RandomNemesis, duration: float) -> str | None:
+    """Why the random generator cannot place a single fault in ``duration`` seconds of
+    workload (its start and its shortest fault leave no time), or None."""
+    shortest = gen.duration[0] if any(not FAULTS[k].instant for k in gen.mix) else 0.0
+    if gen.start_after + shortest >= duration:
+        return (
+            f"nemesis.random: start_after {gen.start_after:g}s plus the shortest fault "
+            f"({shortest:g}s) leave no room for a fault in {duration:g}s of workload"
+        )
+    return None
+
+
+def _one_random_fault(
+    gen: RandomNemesis,
+    rng: random.Random,
+    kinds: list[str],
+    weights: list[float],
+    duration: float,
+    targets: Targets,
+) -> ScheduledFault:
+    """One random fault placed uniformly where it fits (outside calm periods, healed by
+    ``duration``): what a random mix whose arrivals all missed the run schedules instead."""
+    lo, hi = gen.duration
+    for _ in range(_PLACEMENT_DRAWS):
+        kind = rng.choices(kinds, weights)[0]
+        spec = FAULTS[kind]
+        length = 0.0 if spec.instant else rng.uniform(lo, hi)
+        if gen.start_after + length >= duration:
+            continue
+        t = rng.uniform(gen.start_after, duration - length)
+        if _in_calm(t, gen) or t >= duration:
+            continue
+        fault: dict[str, Any] = {"at": round(t, 3), "kind": kind, "duration": round(length, 3)}
+        fault.update(spec.random_target(rng, gen, targets))
+        return ScheduledFault(origin="random", **fault)
+    raise ScheduleError(
+        no_room(gen, duration)
+        or f"nemesis.random: no room for a fault outside the calm periods in {duration:g}s"
+    )
+
+
 def build_schedule(
     config: NemesisConfig, *, seed: int, duration: float, targets: Targets
 ) -> list[ScheduledFault]:
-    """The run's faults, sorted by start time; every one ends by ``duration``."""
+    """The run's faults, sorted by start time; every one ends by ``duration``.  A random
+    generator contributes at least one fault (its seeded arrivals, or else one placed where
+    it fits): a random mix never yields an empty schedule."""
     out: list[ScheduledFault] = []
     for action in config.actions:
         FAULTS[action.kind].check_targets(action, targets)
@@ -186,5 +234,8 @@ def build_schedule(
             out.append(ScheduledFault(origin="random", **fault))
             if on_node:
                 nodes_healed_at = out[-1].end
+        if not any(f.origin == "random" for f in out):
+            # a random mix always faults: a quiet draw would pass a run that tested nothing
+            out.append(_one_random_fault(gen, rng, kinds, weights, duration, targets))
     out.sort(key=lambda f: (f.at, f.kind, f.node or 0, f.client or ""))
     return out

@@ -7,19 +7,9 @@ from pathlib import Path
 
 import click
 
-from ..cli_input import InputError, Seconds, check_bootstrap, check_kafka_version
-from .plan import PlanError, parse_duration
+from ..cli_input import Duration, InputError, check_bootstrap, check_kafka_version
+from .plan import PlanError
 from .shrinking import DEFAULT_SHRINK_BUDGET_S, ShrinkPolicy
-
-
-def _budget(ctx: click.Context, param: click.Parameter, value: str | None) -> float | None:
-    if value is None:
-        return None
-    try:
-        return parse_duration(value)
-    except PlanError as exc:  # parse_duration names --budget: this may be --shrink-budget
-        why = str(exc).removeprefix("--budget: ").removeprefix("--budget ")
-        raise click.BadParameter(why) from None
 
 
 @click.command("nightly")
@@ -30,11 +20,10 @@ def _budget(ctx: click.Context, param: click.Parameter, value: str | None) -> fl
 @click.option(
     "--budget",
     "budget_s",
+    type=Duration(),
     default=None,
-    metavar="DURATION",
-    callback=_budget,
-    help="Wall time to fill instead (90s, 30m, 8h, 1h30m): no run starts that would not "
-    "finish in it (estimated from the scenario's earlier runs tonight).",
+    help="Wall time to fill instead (90s, 30m, 8h, 1h30m; a bare number is seconds): no run "
+    "starts that would not finish in it (estimated from the scenario's earlier runs tonight).",
 )
 @click.option(
     "--out",
@@ -71,7 +60,10 @@ def _budget(ctx: click.Context, param: click.Parameter, value: str | None) -> fl
     help="An external cluster (with --launcher external).",
 )
 @click.option(
-    "--duration", type=Seconds(), default=None, help="Override every scenario's workload seconds."
+    "--duration",
+    type=Duration(),
+    default=None,
+    help="Override every scenario's workload duration (90, 5m; a bare number is seconds).",
 )
 @click.option(
     "--shrink/--no-shrink",
@@ -83,9 +75,8 @@ def _budget(ctx: click.Context, param: click.Parameter, value: str | None) -> fl
 @click.option(
     "--shrink-budget",
     "shrink_budget_s",
+    type=Duration(),
     default=None,
-    metavar="DURATION",
-    callback=_budget,
     help=f"Wall time of re-runs per invalid run (default {DEFAULT_SHRINK_BUDGET_S / 60:g}m; "
     "never more than a --budget night has left).",
 )

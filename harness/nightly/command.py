@@ -12,6 +12,7 @@ from typing import Any
 
 from rich.console import Console
 
+from ..console import make_console
 from .junit import write_junit
 from .pages import write_summary_html, write_trend
 from .plan import (
@@ -196,6 +197,10 @@ class Night:
         detail = ", ".join(f"{k} {v}" for k, v in sorted(row.anomalies.items()))
         if row.nemesis_errors:
             detail = ", ".join(filter(None, (detail, row.nemesis)))
+        if row.no_chaos:
+            detail = ", ".join(filter(None, (detail, row.no_chaos)))
+        if row.findings:
+            detail = "; ".join(filter(None, (detail, *row.findings)))
         if row.verdict == HARNESS_FAILED:
             last = (row.failure or "").strip().splitlines()
             detail = last[-1] if last else f"exit code {row.exit_code}"
@@ -224,6 +229,8 @@ class Night:
                 "invalid": sum(1 for r in rows if r.verdict == INVALID),
                 "harness_failed": sum(1 for r in rows if r.verdict == HARNESS_FAILED),
                 "nemesis_failed": sum(1 for r in rows if r.nemesis_errors),
+                "client_crash": sum(1 for r in rows if r.findings),
+                "no_chaos": sum(1 for r in rows if r.no_chaos),
             },
             "runs": [r.to_json() for r in rows],
         }
@@ -232,9 +239,9 @@ class Night:
         summary = self.summary()
         (self.dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
         write_summary_html(summary, self.rows, self.dir / "summary.html")
-        write_junit(self.rows, self.dir / "junit.xml", summary["wall_s"])
+        write_junit(self.rows, self.dir / "junit.xml", summary["wall_s"], summary)
         write_trend(self.options.out_root)
 
 
 def main_nightly(options: NightlyOptions, console: Console | None = None) -> int:
-    return Night(options, console or Console()).run()
+    return Night(options, console or make_console()).run()

@@ -1,10 +1,12 @@
-"""summary.html (one row per run, links to each report) and trend.html (one row per
-night, from every summary.json under the output root)."""
+"""summary.html (one row per run, links to each report) and trend.html (charts of the
+nights: runs by outcome, anomalies by checker, throughput; then one row per night, from every
+summary.json under the output root)."""
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 from statistics import median
 from typing import Any
@@ -12,6 +14,7 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from .results import HARNESS_FAILED, INVALID, RunRow
+from .trend_charts import trend_charts
 
 
 def _env() -> Environment:
@@ -38,12 +41,28 @@ class Night:
     harness_failed: int
     anomalies: dict[str, int]
     median_throughput: float | None
+    #: runs by their row's class (``passed`` or its most serious problem, results.PROBLEMS)
+    outcomes: dict[str, int] = field(default_factory=dict)
+    #: median committed transactions per second of each scenario's runs
+    throughput_by_scenario: dict[str, float] = field(default_factory=dict)
 
     @property
     def status(self) -> str:
         if self.harness_failed:
             return "harness failed"
         return "passed" if self.passed == self.runs else "failed"
+
+    @property
+    def client_crash(self) -> int:
+        return self.outcomes.get("client_crash", 0)
+
+    @property
+    def no_chaos(self) -> int:
+        return self.outcomes.get("no_chaos", 0)
+
+    @property
+    def nemesis_failed(self) -> int:
+        return self.outcomes.get("nemesis", 0)
 
 
 def night_of(summary_file: Path, root: Path) -> Night | None:
@@ -59,6 +78,10 @@ def night_of(summary_file: Path, root: Path) -> Night | None:
         for checker, n in r.anomalies.items():
             anomalies[checker] = anomalies.get(checker, 0) + n
     rates = [r.throughput for r in rows if r.throughput is not None]
+    by_scenario: dict[str, list[float]] = {}
+    for r in rows:
+        if r.throughput is not None:
+            by_scenario.setdefault(r.scenario, []).append(r.throughput)
     return Night(
         name=summary_file.parent.relative_to(root).as_posix(),
         started=str(data.get("started", "")),
@@ -68,6 +91,8 @@ def night_of(summary_file: Path, root: Path) -> Night | None:
         harness_failed=sum(1 for r in rows if r.verdict == HARNESS_FAILED),
         anomalies=dict(sorted(anomalies.items())),
         median_throughput=round(median(rates), 1) if rates else None,
+        outcomes=dict(Counter(r.status_class for r in rows)),
+        throughput_by_scenario={s: round(median(v), 1) for s, v in sorted(by_scenario.items())},
     )
 
 
@@ -76,5 +101,7 @@ def write_trend(root: Path) -> Path:
     nights = [n for f in root.glob("*/summary.json") if (n := night_of(f, root)) is not None]
     nights.sort(key=lambda n: (n.started, n.name))
     path = root / "trend.html"
-    path.write_text(_env().get_template("trend.html.j2").render(nights=nights, root=root))
+    charts = trend_charts(nights) if nights else []
+    page = _env().get_template("trend.html.j2").render(nights=nights, root=root, charts=charts)
+    path.write_text(page)
     return path

@@ -118,26 +118,11 @@ class Budget:
 
 
 def parse_duration(text: str) -> float:
-    """``90``, ``90s``, ``30m``, ``8h``, ``1h30m`` -> seconds."""
-    raw = text.strip().lower()
-    if not raw:
-        raise PlanError("--budget: empty duration")
-    total, number = 0.0, ""
-    units = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-    bad = PlanError(f"--budget: cannot read {text!r} (examples: 90s, 30m, 8h, 1h30m)")
+    """``90``, ``90s``, ``30m``, ``8h``, ``1h30m`` -> seconds (the command line's one duration
+    syntax, :func:`~..cli_input.parse_duration`); PlanError names --budget."""
+    from ..cli_input import parse_duration as parse
+
     try:
-        for ch in raw:
-            if ch.isdigit() or ch == ".":
-                number += ch
-            elif ch in units and number:
-                total += float(number) * units[ch]
-                number = ""
-            else:
-                raise bad
-        if number:
-            total += float(number)
-    except ValueError:
-        raise bad from None
-    if total <= 0:
-        raise PlanError(f"--budget must be positive, got {text!r}")
-    return total
+        return parse(text)
+    except ValueError as exc:
+        raise PlanError(f"--budget: {exc}") from None

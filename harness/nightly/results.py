@@ -9,12 +9,22 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ...analysis.nemesis_outcome import describe, error_text
+from ...analysis.findings import finding_line
+from ...analysis.nemesis_outcome import describe, error_text, no_chaos
 from ...analysis.verdict import anomalies_by_checker
+from ..history.cluster_identity import cluster_identity
 
 VALID = "valid"
 INVALID = "invalid"
 HARNESS_FAILED = "harness_failed"
+
+#: why a run did not pass, most serious first (a row's ``problems``; JUnit's failure types)
+HARNESS = "harness"  # the harness failed: no verdict
+UNEXPECTED = "unexpected_verdict"  # valid where invalid was expected, or the other way round
+CLIENT_CRASH = "client_crash"  # a client library crashed (the verdict's findings)
+NO_CHAOS = "no_chaos"  # faults were scheduled and none was applied
+NEMESIS = "nemesis"  # the nemesis had errors: not every fault was carried out
+PROBLEMS = (HARNESS, UNEXPECTED, CLIENT_CRASH, NO_CHAOS, NEMESIS)
 
 
 @dataclass
@@ -48,16 +58,54 @@ class RunRow:
     #: scenario asks, so it does not pass, whatever its verdict
     nemesis: str | None = None
     nemesis_errors: list[str] = field(default_factory=list)
+    #: the verdict's findings in a line each (client crashes): a finding fails the run
+    findings: list[str] = field(default_factory=list)
+    #: why the run tested no chaos although faults were scheduled (none applied), if so
+    no_chaos: str | None = None
+    #: the cluster judged (run.json): flavour, version, transaction.version, launcher
+    cluster: dict[str, Any] = field(default_factory=dict)
+    #: faults applied by kind (the nemesis log), where ``faults`` counts those scheduled
+    faults_applied: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def problems(self) -> list[str]:
+        """Why the run did not pass, most serious first (empty: it passed)."""
+        out = []
+        if self.verdict == HARNESS_FAILED:
+            out.append(HARNESS)
+        elif self.verdict != self.expected:
+            out.append(UNEXPECTED)
+        if self.findings:
+            out.append(CLIENT_CRASH)
+        if self.no_chaos:
+            out.append(NO_CHAOS)
+        if self.nemesis_errors:
+            out.append(NEMESIS)
+        return out
 
     @property
     def passed(self) -> bool:
-        return self.verdict == self.expected and not self.nemesis_errors
+        return not self.problems
+
+    @property
+    def status_class(self) -> str:
+        """The row's class on the pages: ``passed`` or its most serious problem."""
+        problems = self.problems
+        return problems[0] if problems else "passed"
 
     @property
     def outcome(self) -> str:
-        """The verdict as shown: ``valid, nemesis errors 2`` when the nemesis failed."""
-        n = len(self.nemesis_errors)
-        return f"{self.verdict}, nemesis errors {n}" if n else self.verdict
+        """The verdict as shown, with what else failed: ``valid, client crash``, ``valid,
+        no chaos``, ``valid, nemesis errors 2``."""
+        parts = [self.verdict]
+        if self.findings:
+            n = len(self.findings)
+            parts.append("client crash" if n == 1 else f"client crashes {n}")
+        if self.no_chaos:
+            parts.append("no chaos")
+        if self.nemesis_errors:
+            parts.append(f"nemesis errors {len(self.nemesis_errors)}")
+        return ", ".join(parts)
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -97,6 +145,19 @@ def faults_by_kind(run_dir: Path) -> dict[str, int]:
     return dict(sorted(kinds.items()))
 
 
+def applied_by_kind(run_dir: Path) -> dict[str, int]:
+    """The faults the nemesis applied, by kind (nemesis.jsonl's successful apply steps)."""
+    from ..nemesis.outcome_log import read_outcomes
+
+    lines, _ = read_outcomes(run_dir)
+    applied = {
+        (line["action"], line.get("kind"))
+        for line in lines or []
+        if line["step"] == "apply" and not line.get("error")
+    }
+    return dict(sorted(Counter(str(kind) for _, kind in applied).items()))
+
+
 def throughput_of(verdict: dict[str, Any]) -> tuple[int | None, float | None]:
     """(committed transactions, per second of workload) from the verdict's stats."""
     committed = ((verdict.get("stats") or {}).get("transactions") or {}).get("committed")
@@ -130,6 +191,12 @@ def fill_from_run_dir(row: RunRow, night_dir: Path) -> RunRow:
         if isinstance(nemesis, dict):
             row.nemesis = describe(nemesis)
             row.nemesis_errors = [error_text(e) for e in nemesis.get("errors") or []]
+            row.no_chaos = no_chaos(nemesis)
+        row.findings = [finding_line(f) for f in verdict.get("findings") or []]
+    row.faults_applied = applied_by_kind(run_dir)
+    info = _json(run_dir / "run.json")
+    if info is not None:
+        row.cluster = cluster_identity(info)
     if (run_dir / "report.html").is_file():
         row.report = f"{row.run_dir}/report.html"
     if row.verdict == HARNESS_FAILED:

@@ -7,10 +7,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 
-from .results import INVALID, RunRow
+if TYPE_CHECKING:  # the CLI imports this module: results pulls in the history's pyarrow
+    from .results import RunRow
 
 #: wall time one invalid run may spend on re-runs by default (``--shrink-budget``)
 DEFAULT_SHRINK_BUDGET_S = 15 * 60.0
@@ -25,6 +27,8 @@ class ShrinkPolicy:
 def wanted(row: RunRow) -> bool:
     """An invalid run its scenario did not expect (a scenario expecting invalid reproduces a
     known bug already)."""
+    from .results import INVALID
+
     return row.verdict == INVALID and not row.passed
 
 

@@ -8,9 +8,9 @@ import time
 from pathlib import Path
 
 import click
-from rich.console import Console
 
-from ..cli_input import InputError, Seconds, check_bootstrap
+from ..cli_input import Duration, InputError, check_bootstrap
+from ..console import make_console
 
 
 @click.command("repro")
@@ -49,7 +49,12 @@ from ..cli_input import InputError, Seconds, check_bootstrap
     callback=check_bootstrap,
     help="Run against an external cluster: report what is found, predict nothing.",
 )
-@click.option("--duration", type=Seconds(), default=None, help="Override the workload seconds.")
+@click.option(
+    "--duration",
+    type=Duration(),
+    default=None,
+    help="Override the workload duration (90, 90s, 5m; a bare number is seconds).",
+)
 @click.option(
     "--out",
     type=click.Path(file_okay=False, path_type=Path),
@@ -93,7 +98,7 @@ def repro_command(
     from .catalogue import CatalogueError, find, load_catalogue
     from .command import ReproOptions, catalogue_rows, reproduce, show_catalogue
 
-    console = Console()
+    console = make_console()
     try:
         if name == "list":
             entries = load_catalogue(catalogue)

@@ -100,14 +100,20 @@ def derived_scenario(
     entry: Entry,
     config: Configuration | None,
     seed: int | None,
+    name: str | None = None,
     kafka_version: str | None = None,
 ) -> dict[str, Any]:
     """The entry's scenario file, as data, run under one configuration (None: as it is,
     predicting nothing): its settings added, its prediction as the expected verdict, the
     kafka launcher at the configuration's release (or ``kafka_version``'s) if it names
-    one, no ``repro:`` block — an ordinary scenario that ``txnchaos run`` takes as it is."""
+    one, its ``repro:`` block naming the configuration ``name`` (the run's report says which
+    entry and configuration ran, and what the defended configurations would have done)."""
     data = yaml.safe_load(entry.path.read_text())
-    data.pop("repro", None)
+    repro = data.get("repro")
+    if isinstance(repro, dict):
+        repro.pop("configuration", None)
+        if config is not None and name is not None:
+            repro["configuration"] = name
     cluster = data.setdefault("cluster", {})
     if config is not None:
         cluster["settings"] = {**(cluster.get("settings") or {}), **config.settings}
@@ -189,7 +195,7 @@ def reproduce(entry: Entry, options: ReproOptions, console: Console) -> int:
     options.out.mkdir(parents=True, exist_ok=True)
     outcomes: list[Outcome] = []
     for name, config in runs:
-        scenario = derived_scenario(entry, config, options.seed, release)
+        scenario = derived_scenario(entry, config, options.seed, name, release)
         scenario_file = options.out / f"{name}.yaml"
         write_scenario(scenario, scenario_file)
         run_dir = options.out / name

@@ -87,9 +87,17 @@ class ReproSpec(BaseModel):
     design_section: str = Field(min_length=1, description="the design document (KIP) and section")
     symptom: str = Field(min_length=1, description="what a user of the broken cluster sees")
     configurations: dict[str, Configuration] = Field(min_length=1)
+    configuration: str | None = Field(
+        default=None,
+        description="set by `txnchaos repro` in the scenario it runs: which configuration "
+        "this run is (its report names it, and what the defended ones would have done)",
+    )
 
     @model_validator(mode="after")
     def _names(self) -> ReproSpec:
+        if self.configuration is not None and self.configuration not in self.configurations:
+            names = ", ".join(self.configurations)
+            raise ValueError(f"configuration {self.configuration!r} is not one of {names}")
         for name in self.configurations:
             bare = name.replace("-", "").replace("_", "").replace(".", "")
             if not bare.isalnum() or not name[0].isalnum():

@@ -34,18 +34,23 @@ from ..capture.final_state import capture_final_state
 from ..capture.metrics_scraper import MetricsScraper
 from ..capture.offsets_sampler import OffsetsSampler
 from ..client_security import security_config
+from ..console import make_console
 from ..history.compact import compact_to_parquet
 from ..history.run_dir import DEFAULT_TRANSACTION_MAX_TIMEOUT_MS, RunDirError, write_run_info
 from ..launch.base import KILL, PAUSE, RESTART, ClusterHandle, ClusterSpec
+from ..launch.lifetime import spawn
 from ..launch.registry import get_launcher
 from ..nemesis.executor import NemesisExecutor
 from ..nemesis.schedule import Targets, build_schedule
+from ..workload.crash_report import record_client_crash
 from ..workload.dual_write.capture import capture_databases
 from ..workload.final_read import final_read, list_ends
+from ..workload.kinds.registry import user_kind
 from ..workload.web import (
     MASTER_WAITS_FOR_WORKERS_S,
     read_master_port,
     read_started,
+    read_stopped,
     read_web_url,
 )
 from .progress import Progress
@@ -63,7 +68,7 @@ EXIT_HARNESS_FAILED = 2
 WORKER_STOP_TIMEOUT_S = 150
 #: how long a workload process may take to start its users (topics created, users spawned);
 #: a distributed master also waits up to MASTER_WAITS_FOR_WORKERS_S for its workers
-USERS_START_TIMEOUT_S = 60
+USERS_START_TIMEOUT_S = 150
 
 
 @dataclass
@@ -94,6 +99,10 @@ class RunOptions:
     master_bind: str = "127.0.0.1"
     #: None: the master's socket takes a free port
     master_port: int | None = None
+    #: locust's own CSV files (PREFIX_stats.csv, ...) and HTML report (locust --csv/--html)
+    csv_prefix: str | None = None
+    csv_full_history: bool = False
+    html_file: Path | None = None
 
     @property
     def distributed(self) -> bool:
@@ -181,7 +190,9 @@ class Orchestrator:
         finally:
             signal.signal(signal.SIGTERM, previous)
             self._cleanup()
-            self._write_info(complete=complete, failure=failure, interrupted=interrupted)
+            if interrupted or "interrupted" not in self.state.info:
+                self.state.info["interrupted"] = interrupted
+            self._write_info(complete=complete, failure=failure)
             compacted = self._compact()
         if not compacted:
             return EXIT_HARNESS_FAILED  # the history cannot be judged (the message said why)
@@ -297,7 +308,12 @@ class Orchestrator:
         cmd += ["--duration", str(self.duration)]
         cmd += ["--stats-jsonl", str(self.run_dir / "workload-stats.jsonl")]
         cmd += ["--started-file", str(self._started_file())]
+        cmd += ["--stopped-file", str(self._stopped_file())]
         opts = self.options
+        if opts.csv_prefix:
+            cmd += ["--csv", opts.csv_prefix] + (["--csv-full-history"] * opts.csv_full_history)
+        if opts.html_file:
+            cmd += ["--html", str(opts.html_file)]
         if opts.distributed:
             cmd += ["--master", "--expect-workers", str(opts.workers + opts.expect_workers)]
             cmd += ["--master-bind-host", opts.master_bind]
@@ -319,14 +335,38 @@ class Orchestrator:
     def _spawn(self, cmd: list[str], log_name: str) -> subprocess.Popen[bytes]:
         log_file = open(self.run_dir / "logs" / log_name, "ab")  # noqa: SIM115
         try:
-            return subprocess.Popen(
-                cmd, stdin=subprocess.DEVNULL, stdout=log_file, stderr=subprocess.STDOUT
-            )
+            # dies with the harness, also on kill -9 (it outlived it: issue 35, item 10)
+            return spawn(cmd, stdin=subprocess.DEVNULL, stdout=log_file, stderr=subprocess.STDOUT)
         finally:
             log_file.close()
 
     def _started_file(self) -> Path:
         return self.run_dir / "logs" / "workload.started"
+
+    def _stopped_file(self) -> Path:
+        return self.run_dir / "logs" / "workload.stopped"
+
+    def _note_stopped_early(self) -> None:
+        """The users were stopped before the duration from locust's web UI (STOP): the run
+        is recorded as interrupted, and goes on to its final phase, judged on what ran."""
+        stopped = read_stopped(self._stopped_file())
+        if stopped is None:
+            return
+        started = self.state.info.get("workload_started_ns")
+        at = stopped.get("time_ns")
+        ran = (at - started) / 1e9 if isinstance(at, int) and started else None
+        self.state.info.update(
+            interrupted=True,
+            interrupted_by=str(stopped.get("by") or "the web UI"),
+            workload_stopped_ns=at,
+            workload_ran_s=round(ran, 3) if ran is not None else None,
+        )
+        self._write_info(complete=False)
+        when = f" after {ran:.0f} s of {self.duration:g} s" if ran is not None else ""
+        self.console.print(
+            f"[yellow]interrupted:[/] {stopped.get('by')} stopped the users{when}; the run "
+            "goes on to its final phase and is judged on what ran"
+        )
 
     def _wait_users_started(self, workload: subprocess.Popen[bytes]) -> int:
         """The wall-clock ns at which the workload process started its users."""
@@ -397,15 +437,42 @@ class Orchestrator:
                     open_partitions=st.sampler.open_partitions() if st.sampler else 0,
                 )
                 time.sleep(0.5)
-        if st.workload.returncode != 0:
+        code = st.workload.returncode
+        self._note_stopped_early()
+        if code < 0:  # a native client aborted the shared workload process, its users with it
+            self._record_workload_crash(code)
+        elif code != 0:
             raise RuntimeError(
-                f"the workload exited with code {st.workload.returncode}; "
+                f"the workload exited with code {code}; "
                 f"see {self.run_dir / 'logs' / 'workload.log'}"
             )
         with self.progress.phase("waiting for the workers to stop their users"):
             for w in st.workers:
                 w.wait(timeout=WORKER_STOP_TIMEOUT_S)
             self._check_workers()
+
+    def _record_workload_crash(self, code: int) -> None:
+        """The workload process (``isolation: shared``) died from a signal: a client library
+        crash, recorded as a finding; the run goes on to its final phase without a workload
+        (``isolation: process``, the default, keeps the other users running instead)."""
+        users = sorted(p.stem for p in (self.run_dir / "history").glob("*.jsonl"))
+        record = record_client_crash(
+            self.run_dir,
+            "workload",
+            kind="workload",
+            returncode=code,
+            log=self.run_dir / "logs" / "workload.log",
+            native_client=any(
+                user_kind(u.kind).native_client for u in self.scenario.workload.users
+            ),
+            users=users,
+        )
+        self.state.info["workload_crashed"] = True
+        self._write_info(complete=False)
+        self.console.print(
+            f"[red]client crash:[/] the workload process died ({record['signal']}): "
+            f"{escape(str(record['message']))}; the run goes on to its final phase"
+        )
 
     def _check_workers(self) -> None:
         """A worker that failed fails the run (its users' load and history are missing)."""
@@ -525,10 +592,20 @@ class Orchestrator:
         with self.progress.phase("judging the run"):
             code = main_analyze(self.run_dir, self.options.spark_master, engine=self.options.engine)
         expected = self.scenario.expect.verdict
-        got = "valid" if code == EXIT_VALID else "invalid" if code == EXIT_ANOMALIES else "?"
-        if got != "?" and got != expected:
+        got = _verdict_status(self.run_dir) if code in (EXIT_VALID, EXIT_ANOMALIES) else "?"
+        if got not in ("?", expected):
             self.console.print(f"[yellow]this scenario expects a {expected} verdict[/]")
         return code
+
+
+def _verdict_status(run_dir: Path) -> str:
+    """The cluster's verdict (valid / invalid) as verdict.json says: exit code 1 may also mean a
+    finding (a client crash) under a valid verdict."""
+    try:
+        status = json.loads((run_dir / "verdict.json").read_text()).get("status")
+    except (OSError, ValueError, AttributeError):
+        return "?"
+    return status if status in ("valid", "invalid") else "?"
 
 
 def _raise_interrupt(signum: int, frame: Any) -> None:
@@ -553,7 +630,7 @@ def _last_json_line(path: Path) -> dict[str, Any] | None:
 
 
 def run_scenario(scenario: Scenario, options: RunOptions, console: Console | None = None) -> int:
-    console = console or Console()
+    console = console or make_console()
     if shutil.which("java") is None and options.analyze and options.engine != "reference":
         console.print(
             "[yellow]java is not installed: a run judged by PySpark (a large history, "

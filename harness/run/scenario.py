@@ -50,7 +50,7 @@ from pydantic import (
 from ...cluster.cpu_placement import parse_cpu_list
 from ...cluster.settings import render_setting
 from ..launch.metrics_urls import metrics_url_problem
-from ..nemesis.schedule import NemesisConfig
+from ..nemesis.schedule import NemesisConfig, no_room
 from ..repro.spec import ReproSpec
 from ..workload.config import WorkloadConfig
 from ..workload.kinds.registry import crash_faults, crash_targets
@@ -256,6 +256,10 @@ def fault_outlasting_workload(
                 f"{action.duration:g}s) ends after the workload ({where}s): faults must heal "
                 "before the final phase"
             )
+    if scenario.nemesis.random is not None:
+        problem = no_room(scenario.nemesis.random, workload)
+        if problem:
+            return f"{source}: {problem} ({where}s)"
     return None
 
 

@@ -7,17 +7,18 @@ from pathlib import Path
 
 import click
 
-from ..cli_input import InputError
+from ..cli_input import Duration, InputError
 
 
 @click.command("shrink")
 @click.argument("run_dir", type=click.Path(path_type=Path))
 @click.option(
     "--budget",
-    type=click.FloatRange(min=0, min_open=True),
-    default=30.0,
+    type=Duration(),
+    default="30m",
     show_default=True,
-    help="Minutes of re-running at most; the smallest failing scenario so far is kept.",
+    help="Wall time of re-running at most (90s, 30m, 1h; a bare number is seconds); the "
+    "smallest failing scenario so far is kept.",
 )
 @click.option(
     "--anomaly",
@@ -39,7 +40,7 @@ def shrink_command(
 ) -> None:
     """Shrink an invalid run to a minimal reproducer: re-run it on the same seed with
     fewer faults (delta debugging over the schedule), a shorter workload and fewer users,
-    keeping each step that still yields the same anomaly class, within --budget minutes.
+    keeping each step that still yields the same anomaly class, within --budget.
     Writes RUN_DIR/shrunk.yaml (its header: the re-runs it took, the size before and
     after); the re-runs are kept in RUN_DIR/shrink/.
 
@@ -49,7 +50,7 @@ def shrink_command(
     from .command import ShrinkError, main_shrink
 
     try:
-        code = main_shrink(run_dir, budget * 60, list(anomalies), scenario_file)
+        code = main_shrink(run_dir, budget, list(anomalies), scenario_file)
     except ShrinkError as exc:
         raise InputError(str(exc)) from exc
     sys.exit(code)

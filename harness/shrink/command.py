@@ -13,6 +13,7 @@ import yaml
 from rich.console import Console
 
 from ...analysis.verdict import anomalies_by_checker
+from ..console import make_console
 from ..run.scenario import ScenarioError, load_scenario
 from .attempts import Attempts
 from .search import BudgetSpent, Scenario, Search, size_of, with_actions
@@ -116,7 +117,7 @@ def shrink_run(
 ) -> ShrinkResult:
     """Shrink ``run_dir`` within ``budget_s`` (raises :class:`ShrinkError` for a run that
     cannot be: valid, unreadable, no scenario, shrunk before)."""
-    console = console or Console()
+    console = console or make_console()
     base, flagged = original(run_dir, scenario_file)
     target = set(anomalies) if anomalies else flagged - {"metrics"} or flagged
     unknown = target - flagged

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -34,6 +34,9 @@ API_WRITE_TXN_MARKERS = 27
 API_DESCRIBE_PRODUCERS = 61
 API_DESCRIBE_TRANSACTIONS = 65
 API_LIST_TRANSACTIONS = 66
+API_DESCRIBE_ACLS = 29
+API_CREATE_ACLS = 30
+API_DELETE_ACLS = 31
 
 #: The versions this client speaks: (lowest, highest).
 VERSIONS: dict[int, tuple[int, int]] = {
@@ -44,6 +47,9 @@ VERSIONS: dict[int, tuple[int, int]] = {
     API_DESCRIBE_TRANSACTIONS: (0, 0),
     API_LIST_TRANSACTIONS: (0, 2),
     API_INIT_PRODUCER_ID: (0, 6),
+    API_DESCRIBE_ACLS: (1, 3),  # v1+: pattern types (KIP-290)
+    API_CREATE_ACLS: (1, 3),
+    API_DELETE_ACLS: (1, 3),
 }
 KEY_TYPE_TRANSACTION = 1
 TIMEOUT_S = 15.0
@@ -287,6 +293,29 @@ class AdminClient:
                 partitions[(info.topic, info.partition)] = info
         self._metadata = ClusterMetadata(brokers, partitions, errors)
         return self._metadata
+
+    # -- ACLs (any broker; the cluster keeps one set) ---------------------------------
+    async def describe_acls(self, acl_filter: Mapping[str, Any]) -> Any:
+        """DescribeAcls with one filter (fields as the request names them)."""
+        r = await (await self._any_node()).send(API_DESCRIBE_ACLS, acl_filter)
+        if int(r.error_code):
+            raise AdminError(
+                f"DescribeAcls refused: {error_name(int(r.error_code))}"
+                + (f" ({r.error_message})" if r.error_message else ""),
+                int(r.error_code),
+            )
+        return r
+
+    async def create_acls(
+        self, creations: Sequence[Mapping[str, Any]]
+    ) -> list[tuple[int, str | None]]:
+        """CreateAcls: (error code, message) per creation, in order."""
+        r = await (await self._any_node()).send(API_CREATE_ACLS, {"creations": list(creations)})
+        return [(int(x.error_code), x.error_message) for x in r.results]
+
+    async def delete_acls(self, filters: Sequence[Mapping[str, Any]]) -> Any:
+        """DeleteAcls: the response (a result per filter, with the ACLs it deleted)."""
+        return await (await self._any_node()).send(API_DELETE_ACLS, {"filters": list(filters)})
 
     async def _node(self, node_id: int, address: tuple[str, int] | None = None) -> _Node:
         node = self._nodes.get(node_id)

@@ -12,12 +12,24 @@ from typing import Any, TypeVar
 import click
 
 from ...cluster.security.sasl import SaslCredentials
-from ..cli_input import InputError, check_bootstrap
+from ..cli_input import Duration, InputError, check_bootstrap
 from . import output, verbs
 from .admin import AdminClient, AdminError, Unreachable
 from .command_config import command_config_option
 
 T = TypeVar("T")
+#: The states a coordinator reports (Kafka's TransactionState names): a filter naming any
+#: other would silently match nothing.
+TRANSACTION_STATES = (
+    "Empty",
+    "Ongoing",
+    "PrepareCommit",
+    "PrepareAbort",
+    "CompleteCommit",
+    "CompleteAbort",
+    "PrepareEpochFence",
+    "Dead",
+)
 BROKER = click.IntRange(min=0)
 OFFSET = click.IntRange(min=0)
 
@@ -35,10 +47,13 @@ def _target(f: Callable[..., None]) -> Callable[..., None]:
     )(f)
     return click.option(
         "--bootstrap",
+        "--bootstrap-server",
+        "bootstrap",
         default=None,
         metavar="HOST:PORT",
         callback=check_bootstrap,
-        help="Any Kafka-compatible cluster (HOST:PORT[,HOST:PORT...]).",
+        help="Any Kafka-compatible cluster (HOST:PORT[,HOST:PORT...]; --bootstrap-server "
+        "as Kafka's tool spells it).",
     )(f)
 
 
@@ -88,16 +103,22 @@ def transactions_command() -> None:
 @transactions_command.command("list")
 @_target
 @click.option("--broker", type=BROKER, default=None, help="Only this broker's coordinator.")
-@click.option("--state-filter", "states", multiple=True, help="Only in this state (repeatable).")
+@click.option(
+    "--state-filter",
+    "states",
+    multiple=True,
+    type=click.Choice(TRANSACTION_STATES),
+    help="Only in this state (repeatable).",
+)
 @click.option(
     "--producer-id-filter", "producer_ids", type=int, multiple=True, help="Only this producer id."
 )
 @click.option(
     "--duration-filter",
-    type=click.IntRange(min=0),
+    type=Duration(unit="ms"),
     default=None,
-    metavar="MS",
-    help="Only transactions running longer than this (ListTransactions v1).",
+    help="Only transactions running longer than this (ListTransactions v1): a duration, a "
+    "bare number in milliseconds as Kafka's tool takes it (3600000, or 1h).",
 )
 @click.option(
     "--transactional-id-pattern",
@@ -113,7 +134,7 @@ def list_command(
     broker: int | None,
     states: tuple[str, ...],
     producer_ids: tuple[int, ...],
-    duration_filter: int | None,
+    duration_filter: float | None,
     transactional_id_pattern: str | None,
 ) -> None:
     """List the transactions the coordinators know (ListTransactions)."""
@@ -126,7 +147,7 @@ def list_command(
             broker,
             states=list(states),
             producer_ids=list(producer_ids),
-            duration_ms=-1 if duration_filter is None else duration_filter,
+            duration_ms=-1 if duration_filter is None else round(duration_filter * 1000),
             pattern=transactional_id_pattern,
         ),
     )
@@ -182,11 +203,11 @@ def describe_producers_command(
 )
 @click.option(
     "--max-transaction-timeout",
-    type=click.IntRange(min=0),
-    default=15,
+    type=Duration(unit="m"),
+    default="15m",
     show_default=True,
-    metavar="MIN",
-    help="Minutes a transaction may stay open (the cluster's transaction.max.timeout.ms).",
+    help="How long a transaction may stay open (the cluster's transaction.max.timeout.ms): a "
+    "duration, a bare number in minutes as Kafka's tool takes it (15, or 15m).",
 )
 def find_hanging_command(
     bootstrap: str | None,
@@ -196,16 +217,19 @@ def find_hanging_command(
     broker: int | None,
     topic: str | None,
     partition: int | None,
-    max_transaction_timeout: int,
+    max_transaction_timeout: float,
 ) -> None:
-    """Open transactions older than the maximum timeout that no coordinator will end."""
+    """Open transactions older than the maximum timeout that no coordinator will end.
+
+    Exit code 1 when a broker did not answer: the search went on without it, and what it
+    could not look at is named on stderr."""
     if topic is None and broker is None:
         raise click.UsageError("find-hanging needs --topic or --broker to limit the search")
     if partition is not None and topic is None:
         raise click.UsageError("--partition needs --topic")
     target = _bootstrap(bootstrap, state_file)
     now = _now_ms()
-    items = _run(
+    found = _run(
         target,
         command_config,
         lambda admin: verbs.find_hanging(
@@ -213,11 +237,25 @@ def find_hanging_command(
             broker=broker,
             topic=topic,
             partition=partition,
-            max_transaction_timeout_ms=max_transaction_timeout * 60_000,
+            max_transaction_timeout_ms=round(max_transaction_timeout * 1000),
             now_ms=now,
         ),
     )
-    click.echo(output.hanging(items, now, as_json))
+    click.echo(output.hanging(found.hanging, now, as_json))
+    if not found.complete:
+        for node, why in sorted(found.unreachable.items()):
+            click.echo(f"warning: broker {node} did not answer: {why}", err=True)
+        if found.unsearched:
+            names = ", ".join(f"{t}-{p}" for t, p in sorted(found.unsearched))
+            click.echo(f"warning: not searched (leader down): {names}", err=True)
+        for c in found.unchecked:
+            click.echo(
+                f"warning: not judged (its coordinator may be down): {c.topic}-{c.partition} "
+                f"producer {c.producer.producer_id} epoch {c.producer.producer_epoch} from "
+                f"offset {c.producer.start_offset}",
+                err=True,
+            )
+        raise SystemExit(1)  # a partial answer: what was found is printed above
 
 
 @transactions_command.command("abort")

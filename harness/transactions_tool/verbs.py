@@ -5,7 +5,7 @@ force-terminate."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .admin import (
     AbortSpec,
@@ -14,6 +14,7 @@ from .admin import (
     ProducerState,
     TransactionDescription,
     TransactionListing,
+    Unreachable,
     error_name,
 )
 
@@ -84,6 +85,24 @@ async def _partitions_to_search(
     )
 
 
+@dataclass
+class HangingSearch:
+    """What find-hanging found, and what it could not look at: a broker that did not answer
+    leaves its partitions unsearched (``unsearched``: partition -> broker, -1 for no
+    leader), and an open transaction whose coordinator may be the broker that did not
+    answer is not called hanging (``unchecked``): it is reported apart, never aborted on a
+    guess."""
+
+    hanging: list[OpenTransaction] = field(default_factory=list)
+    unchecked: list[OpenTransaction] = field(default_factory=list)
+    unsearched: dict[tuple[str, int], int] = field(default_factory=dict)
+    unreachable: dict[int, str] = field(default_factory=dict)
+
+    @property
+    def complete(self) -> bool:
+        return not (self.unchecked or self.unsearched or self.unreachable)
+
+
 async def find_hanging(
     admin: AdminClient,
     *,
@@ -92,41 +111,73 @@ async def find_hanging(
     partition: int | None,
     max_transaction_timeout_ms: int,
     now_ms: int,
-) -> list[OpenTransaction]:
+) -> HangingSearch:
     """Open transactions silent longer than the maximum timeout that no coordinator will
     finish: their producer id maps to no transactional id, the id is gone, or its
-    coordinator's current transaction does not include the partition."""
+    coordinator's current transaction does not include the partition (Kafka's
+    TransactionsCommand: the partition set decides, not the epoch; a marker at a higher
+    epoch ends an older open transaction too). Brokers that do not answer are skipped and
+    named, as is what could not be judged without them."""
+    found = HangingSearch()
     partitions = await _partitions_to_search(admin, broker, topic, partition)
+    md = await admin.metadata(sorted({t for t, _ in partitions}))
+    by_node: dict[int, list[tuple[str, int]]] = {}
+    for tp in partitions:
+        info = md.partitions.get(tp)
+        node = broker if broker is not None else (info.leader if info is not None else -1)
+        if node < 0:
+            found.unsearched[tp] = -1
+            continue
+        by_node.setdefault(node, []).append(tp)
     candidates: list[OpenTransaction] = []
-    for i in range(0, len(partitions), BATCH):
-        states = await admin.describe_producers(partitions[i : i + BATCH], broker)
-        for (t, p), producers in sorted(states.items()):
-            for producer in producers:
-                if (
-                    producer.start_offset is not None
-                    and now_ms - producer.last_timestamp > max_transaction_timeout_ms
-                ):
-                    candidates.append(OpenTransaction(t, p, producer))
+    for node, tps in sorted(by_node.items()):
+        for i in range(0, len(tps), BATCH):
+            batch = tps[i : i + BATCH]
+            try:
+                states = await admin.describe_producers(batch, node)
+            except Unreachable as exc:
+                found.unreachable[node] = str(exc)
+                found.unsearched.update(dict.fromkeys(batch, node))
+                break
+            for (t, p), producers in sorted(states.items()):
+                for producer in producers:
+                    if (
+                        producer.start_offset is not None
+                        and now_ms - producer.last_timestamp > max_transaction_timeout_ms
+                    ):
+                        candidates.append(OpenTransaction(t, p, producer))
     if not candidates:
-        return []
+        return found
     pids = sorted({c.producer.producer_id for c in candidates})
-    listed = await list_transactions(admin, producer_ids=pids)
-    ids = {t.producer_id: t.transactional_id for t in listed if t.producer_id in pids}
+    ids: dict[int, str] = {}
+    for node in sorted((await admin.metadata([])).brokers):
+        try:
+            listed = await admin.list_transactions(node, producer_ids=pids)
+        except Unreachable as exc:
+            found.unreachable[node] = str(exc)
+            continue
+        ids.update({t.producer_id: t.transactional_id for t in listed if t.producer_id in pids})
     descriptions: dict[str, TransactionDescription | None] = {}
+    undescribed: set[str] = set()
     for txn_id in sorted(set(ids.values())):
         try:
             descriptions[txn_id] = await admin.describe_transaction(txn_id)
+        except Unreachable:
+            undescribed.add(txn_id)
         except AdminError as exc:
             if exc.code != TRANSACTIONAL_ID_NOT_FOUND:
                 raise
             descriptions[txn_id] = None
-    hanging = []
+    coordinators_missing = bool(found.unreachable)
     for c in candidates:
         owner = ids.get(c.producer.producer_id)
+        if (owner is None and coordinators_missing) or owner in undescribed:
+            found.unchecked.append(c)  # its coordinator may be the one that did not answer
+            continue
         d = None if owner is None else descriptions.get(owner)
         if d is None or (c.topic, c.partition) not in d.partitions:
-            hanging.append(c)
-    return hanging
+            found.hanging.append(c)
+    return found
 
 
 async def abort_spec_for_offset(

@@ -6,6 +6,7 @@ YAML shape (the scenario layer embeds this under ``workload:``)::
       - {name: events, partitions: 6}
       - {name: copies, partitions: 3}
     client_config: {"socket.timeout.ms": 10000}     # applied to every client
+    isolation: process         # librdkafka users each in a process of their own (or: shared)
     users:
       - kind: transactional_producer
         count: 2
@@ -35,7 +36,7 @@ bad field by its path.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field, ValidationError, model_validator
 
@@ -70,6 +71,11 @@ class WorkloadConfig(SpecModel):
     #: Statistics interval for producers (producer id/epoch come from librdkafka's stats);
     #: 0 disables.
     statistics_interval_ms: Annotated[int, Field(ge=0)] = 1000
+    #: Where users with a native client (librdkafka) run: ``process``, each in a process of
+    #: its own, so a client library that aborts (an assertion, a segfault) is a finding and the
+    #: user restarts while the others keep running (isolated.py); ``shared``, all in the
+    #: workload process (cheaper for hundreds of users: a crash there ends the workload).
+    isolation: Literal["process", "shared"] = "process"
 
     @model_validator(mode="after")
     def _cross_checks(self) -> WorkloadConfig:

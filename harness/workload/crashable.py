@@ -14,6 +14,10 @@ Protocol on stdout (one line each, flushed): ``READY`` once the worker has start
   delivery reports: the history holds sends without completions.
 * ``in-poll`` (consumer, copier): after ``hold_after`` steps, ``HOLD`` is printed just before a
   long consume() call, so a kill lands in the middle of the poll.
+* ``zombie`` (transactional producer): as ``before-commit``, then it waits (its process may be
+  stopped with SIGSTOP meanwhile) until SIGUSR1, commits that transaction, prints
+  ``RESUMED <detail>`` and stays: a fenced instance come back, whose commit a correct
+  cluster refuses once a new instance has initialised.
 * ``after-prepare`` / ``after-db-commit`` (dual writer): a KIP-939 transaction prepared and
   its database rows written but not committed / committed, the Kafka commit never called.
 
@@ -34,7 +38,7 @@ from types import FrameType
 
 from .config import load_workload
 from .kinds.registry import KINDS, user_kind
-from .workers import WorkerContext
+from .workers import WorkerContext, resume_on_signal
 
 #: ``none`` and every hold point some registered kind takes (its ``crash_holds``).
 HOLDS = ("none", *sorted({hold for kind in KINDS for hold in kind.crash_holds.values()}))
@@ -78,6 +82,7 @@ def main(argv: list[str] | None = None) -> int:
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, on_term)
+    resume_on_signal(signal.SIGUSR1)
     try:
         worker.start()
         say("READY")

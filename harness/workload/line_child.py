@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ..launch.lifetime import spawn
 from .config import WorkloadConfig
 
 
@@ -38,7 +39,9 @@ class LineChild:
         stderr: Any = subprocess.DEVNULL
         if self.log_path is not None:
             stderr = self.log_path.open("ab")
-        self.proc = subprocess.Popen(
+        # started from nemesis threads that end: the long-lived spawner keeps the child's
+        # parent-death signal tied to the harness, not to that thread
+        self.proc = spawn(
             cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, text=True
         )
         assert self.proc.stdin is not None

@@ -39,6 +39,8 @@ from ..history.writer import HistoryWriter, Op
 Reporter = Callable[[str, str, float, BaseException | None], None]
 
 PAD_HEADER = "txnchaos-pad"
+#: locust's name for the sends an abort the workload chose purged (never sent, as asked)
+PURGED_BY_ABORT = "send (purged by a deliberate abort)"
 
 
 def no_report(_rt: str, _name: str, _ms: float, _exc: BaseException | None) -> None:
@@ -151,6 +153,10 @@ class RecordingProducer(ABC):
         #: A fatal error was reported: the producer must be recreated.
         self.fatal = False
         self.unacked = 0
+        #: An abort the workload chose (``abort_probability``) is under way: the sends it
+        #: purges are what the scenario asked for, not failures (locust reports them under
+        #: their own name, :data:`PURGED_BY_ABORT`, as successes; the history keeps ``fail``).
+        self.aborting_on_purpose = False
 
     # -- what a client library supplies ---------------------------------------------------
 
@@ -270,6 +276,9 @@ class RecordingProducer(ABC):
     ) -> None:
         """Complete a SEND with its acknowledgement (``items``: the acked offset)."""
         self.writer.complete(op, outcome, items=items, error=error, **self.id_fields())
+        if outcome != Outcome.OK and self.aborting_on_purpose:
+            self.events.put(self.request_type, PURGED_BY_ABORT, ms_since(op.invoke_ns), None)
+            return
         self._report("send", op.invoke_ns, outcome, error)
 
     # -- transactional API ----------------------------------------------------------------
@@ -365,10 +374,20 @@ class RecordingProducer(ABC):
             and not self.stopping()
         )
 
-    def abort(self, txn: int, timeout_s: float, retries: int) -> Outcome:
-        """abort_transaction (ABORT op).  Raises :class:`ProducerReset` if it cannot settle."""
+    def abort(
+        self, txn: int, timeout_s: float, retries: int, *, on_purpose: bool = False
+    ) -> Outcome:
+        """abort_transaction (ABORT op).  Raises :class:`ProducerReset` if it cannot settle.
+        ``on_purpose``: the workload chose to abort (the sends it purges are no failures)."""
         self.ids_may_change()  # KIP-360: an abort after an error may bump the epoch
         op = self.writer.invoke(EventType.ABORT, txn=txn, **self.id_fields())
+        self.aborting_on_purpose = on_purpose  # until its purged sends are reported (_finish)
+        try:
+            return self._abort(op, txn, timeout_s, retries)
+        finally:
+            self.aborting_on_purpose = False
+
+    def _abort(self, op: Op, txn: int, timeout_s: float, retries: int) -> Outcome:
         attempt = 0
         while True:
             try:

@@ -68,11 +68,15 @@ from .web import (
     web_url,
     write_master_port,
     write_started,
+    write_stopped,
     write_web_url,
 )
 from .workers import NameAllocator, WorkerContext
 
 log = logging.getLogger(__name__)
+
+#: how long start() waits for its users' workers to run before it starts the clock anyway
+USERS_RUNNING_TIMEOUT_S = 120.0
 
 __all__ = ["LiveStats", "WorkloadRunner", "locust", "main"]
 
@@ -154,6 +158,9 @@ class WorkloadRunner:
         load_shape: LoadShape | None = None,
         master_port_file: str | Path | None = None,
         started_file: str | Path | None = None,
+        csv_prefix: str | None = None,
+        csv_full_history: bool = False,
+        html_file: str | Path | None = None,
     ) -> None:
         if mode not in ("local", "master", "worker"):
             raise ValueError(f"mode must be local, master or worker, not {mode!r}")
@@ -175,12 +182,22 @@ class WorkloadRunner:
         self.load_shape = load_shape
         self.master_port_file = Path(master_port_file) if master_port_file else None
         self.started_file = Path(started_file) if started_file else None
+        #: locust's own CSV files (PREFIX_stats.csv, _stats_history.csv, _failures.csv,
+        #: _exceptions.csv) and HTML report, as ``locust --csv/--html`` writes them
+        self.csv_prefix = csv_prefix
+        self.csv_full_history = csv_full_history
+        self.html_file = Path(html_file) if html_file else None
+        self._csv_writer: Any = None
+        #: when the users were stopped by something other than stop() (locust's web UI STOP),
+        #: in wall-clock ns; None while they run or when stop() stopped them
+        self.stopped_early_ns: int | None = None
         self.user_classes = user_classes(self.config, load_shape)
         self.user_count = sum(u.fixed_count for u in self.user_classes)
         if load_shape is not None:  # the most users the shape ever runs
             self.user_count = load_shape.users_at_level(self.config, load_shape.peak_level())
         self.spawn_rate = spawn_rate or max(1.0, float(self.user_count))
         self.stopping = threading.Event()  # set when locust starts stopping the users
+        self.stopped_early = gevent.event.Event()  # set when the web UI's STOP ended the test
         ctx = WorkerContext(
             config=self.config,
             run_dir=self.run_dir,
@@ -199,16 +216,24 @@ class WorkloadRunner:
         self.env = Environment(
             user_classes=list(self.user_classes), stop_timeout=stop_timeout_s, shape_class=shape
         )
-        self.env.events.test_stopping.add_listener(lambda **_: self.stopping.set())
-        self.env.txnchaos = WorkloadRuntime(  # type: ignore[attr-defined]
+        self.runtime = WorkloadRuntime(
             ctx=ctx, names=NameAllocator(self.run_dir), abort_open_on_stop=abort_open_on_stop
         )
+        self.env.txnchaos = self.runtime  # type: ignore[attr-defined]
+        self.env.events.test_stopping.add_listener(lambda **_: self._stopping())
         self._greenlets: list[gevent.Greenlet] = []
         self.web_url: str | None = None
         self.started = False
         self.stopped = False
 
     # -- lifecycle --------------------------------------------------------------------------
+
+    def _stopping(self) -> None:
+        """locust starts stopping the users: they stop retrying commits and aborts (the
+        isolated ones are told by a signal)."""
+        self.stopping.set()
+        for child in list(self.runtime.children):
+            child.stopping()
 
     def start(self) -> None:
         """Create topics and spawn the users (master: once ``expect_workers`` connected)."""
@@ -238,7 +263,10 @@ class WorkloadRunner:
             return  # a worker spawns what the master tells it
         if self.web:
             self._serve_web_ui()
+        env.events.test_stop.add_listener(lambda **_: self._test_stopped())
         self._greenlets.append(gevent.spawn(stats_history, runner))
+        if self.csv_prefix:
+            self._start_csv()
         if self.print_stats:
             self._greenlets.append(gevent.spawn(stats_printer(env.stats)))
         if self.stats_callback is not None:
@@ -255,8 +283,42 @@ class WorkloadRunner:
             runner.start_shape()
         elif self.user_count:
             runner.start(self.user_count, spawn_rate=self.spawn_rate)
-        if self.started_file is not None:  # the duration counts from here
+        if self.started_file is not None:  # the duration (and the nemesis) counts from here
+            if master is None and env.shape_class is None:
+                self.wait_users_running()
             write_started(self.started_file, time.time_ns())
+
+    def _test_stopped(self) -> None:
+        """locust stopped the users: by stop() (the deadline, a signal), or else from its web
+        UI (STOP), which ends the run early (the caller's ``stopped_early`` event)."""
+        if not self.stopped and self.stopped_early_ns is None:
+            self.stopped_early_ns = time.time_ns()
+            log.info("the users were stopped from locust's web UI: the run ends here")
+            self.stopped_early.set()
+
+    def _start_csv(self) -> None:
+        from locust.stats import PERCENTILES_TO_REPORT, StatsCSVFileWriter
+
+        assert self.csv_prefix is not None
+        Path(self.csv_prefix).parent.mkdir(parents=True, exist_ok=True)
+        self._csv_writer = StatsCSVFileWriter(
+            self.env, PERCENTILES_TO_REPORT, self.csv_prefix, self.csv_full_history
+        )
+        self._greenlets.append(gevent.spawn(self._csv_writer.stats_writer))
+
+    def _finish_reports(self) -> None:
+        """The CSV files' last rows (the writer rewrites them every second: one more round
+        after the users stopped) and the HTML report, as locust writes them when it quits."""
+        if self._csv_writer is not None:
+            from locust.stats import CSV_STATS_INTERVAL_SEC
+
+            gevent.sleep(CSV_STATS_INTERVAL_SEC + 0.2)
+        if self.html_file is not None and self.env.runner is not None:
+            from locust.html import get_html_report
+
+            self.html_file.parent.mkdir(parents=True, exist_ok=True)
+            page = get_html_report(self.env, show_download_link=False)
+            self.html_file.write_text(page, encoding="utf-8")
 
     def _serve_web_ui(self, timeout_s: float = 30.0) -> None:
         """Start locust's web UI and wait until it listens; port 0 lets the OS pick one."""
@@ -273,6 +335,23 @@ class WorkloadRunner:
         if self.web_url_file is not None:
             write_web_url(self.web_url_file, self.web_url)
         log.info("locust web UI on %s", self.web_url)
+
+    def wait_users_running(self, timeout_s: float = USERS_RUNNING_TIMEOUT_S) -> bool:
+        """Wait until every user has started its worker (its clients exist; an isolated
+        user's process is ready): a scenario's faults are timed from the users' start, and an
+        isolated user's process takes a while to start on a loaded machine."""
+        deadline = time.monotonic() + timeout_s
+        while self.runtime.users_running < self.user_count:
+            if time.monotonic() > deadline:
+                log.warning(
+                    "%d of %d users running after %.0f s: starting the clock anyway",
+                    self.runtime.users_running,
+                    self.user_count,
+                    timeout_s,
+                )
+                return False
+            gevent.sleep(0.05)
+        return True
 
     def wait_spawned(self, timeout_s: float = 60.0) -> bool:
         """Wait until every user has been spawned (local mode)."""
@@ -326,8 +405,16 @@ class WorkloadRunner:
         runner = self.env.runner
         if runner is not None:
             runner.quit()
+        for child in list(self.runtime.children):  # a user whose stop did not end its process
+            child.terminate()
+        try:
+            self._finish_reports()
+        except Exception:
+            log.exception("writing locust's CSV files or HTML report failed")
         for g in self._greenlets:
             g.kill(block=False)
+        if self._csv_writer is not None:
+            self._csv_writer.close_files()
         if self.env.web_ui is not None:
             self.env.web_ui.stop()
         return final
@@ -408,6 +495,14 @@ def main(argv: list[str] | None = None) -> int:
         type=Path,
         help="write the time the users started here (a master: once its workers connected)",
     )
+    ap.add_argument(
+        "--stopped-file",
+        type=Path,
+        help="write here when the users were stopped early from the web UI (STOP)",
+    )
+    ap.add_argument("--csv", dest="csv_prefix", help="locust's CSV files, PREFIX_stats.csv etc.")
+    ap.add_argument("--csv-full-history", action="store_true", help="every entry's history rows")
+    ap.add_argument("--html", dest="html_file", type=Path, help="locust's HTML report")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     from .config import WorkloadConfigError
@@ -448,6 +543,9 @@ def main(argv: list[str] | None = None) -> int:
         load_shape=shape,
         master_port_file=args.master_port_file,
         started_file=args.started_file,
+        csv_prefix=args.csv_prefix,
+        csv_full_history=args.csv_full_history,
+        html_file=args.html_file,
     )
     stop = gevent.event.Event()
     if mode == "worker":
@@ -468,9 +566,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if mode != "worker":
         try:
-            stop.wait(timeout=args.duration)
+            gevent.wait([stop, wl.stopped_early], timeout=args.duration, count=1)
         finally:
             final = wl.stop()
+        if wl.stopped_early_ns is not None and args.stopped_file is not None:
+            write_stopped(args.stopped_file, wl.stopped_early_ns, "the web UI's STOP")
     if stats_file is not None:
         write_stats(final)
         stats_file.close()

@@ -27,6 +27,7 @@ import locust  # noqa: F401  (first: gevent monkey-patching)
 from gevent import GreenletExit
 from locust import User, constant, constant_throughput, task
 
+from .isolated import IsolatedWorker, isolated
 from .kinds.kind import UserKind
 from .kinds.registry import KINDS
 from .load_shape import LoadShape
@@ -45,6 +46,10 @@ class WorkloadRuntime:
     abort_open_on_stop: bool = False
     #: How long a stopping user lets its current step (transaction) finish.
     task_grace_s: float = 60.0
+    #: the isolated users' processes that run (isolated.py), told when the run stops
+    children: set[IsolatedWorker] = dataclasses.field(default_factory=set)
+    #: users whose worker has started (the runner starts the clock once all have)
+    users_running: int = 0
 
 
 class WorkloadUser(User):
@@ -52,7 +57,7 @@ class WorkloadUser(User):
 
     abstract = True
     spec: ClassVar[Any] = None
-    worker: Worker | None = None
+    worker: Worker | IsolatedWorker | None = None
 
     def _runtime(self) -> WorkloadRuntime:
         rt = getattr(self.environment, "txnchaos", None)
@@ -77,8 +82,14 @@ class WorkloadUser(User):
         if type(runner).__name__ == "WorkerRunner" and index >= 0 and not rt.names.tag:
             rt.names.tag = f"w{index}"
         ctx = dataclasses.replace(rt.ctx, reporter=self._report)
-        self.worker = make_worker(self.spec, ctx, rt.names)
-        self.worker.start()
+        if isolated(self.spec, ctx.config):
+            self.worker = IsolatedWorker(self.spec, ctx, rt.names, children=rt.children)
+        else:
+            self.worker = make_worker(self.spec, ctx, rt.names)
+        try:
+            self.worker.start()
+        finally:
+            rt.users_running += 1  # started, or failed to (locust logs why): not waited for
 
     @task
     def step(self) -> None:

@@ -10,17 +10,21 @@ front and reads the URL back.
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 from pathlib import Path
+from typing import Any
 
 __all__ = [
     "WebAddressError",
     "check_web_address",
     "read_master_port",
+    "read_stopped",
     "read_web_url",
     "web_url",
     "write_master_port",
+    "write_stopped",
     "write_web_url",
 ]
 
@@ -94,3 +98,21 @@ def read_started(path: Path) -> int | None:
     """The users' start time the workload process wrote, or None while they have not."""
     text = read_web_url(path)
     return int(text) if text else None
+
+
+def write_stopped(path: Path, time_ns: int, by: str) -> None:
+    """The users were stopped early (``by`` says what: the web UI's STOP), written whole once
+    the workload has stopped them: the orchestrator records the run as interrupted."""
+    write_web_url(path, json.dumps({"time_ns": time_ns, "by": by}))
+
+
+def read_stopped(path: Path) -> dict[str, Any] | None:
+    """``{"time_ns", "by"}`` when the users were stopped early, else None."""
+    text = read_web_url(path)
+    if not text:
+        return None
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) else None

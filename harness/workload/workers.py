@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import random
+import signal
 import threading
 import time
 import zlib
@@ -40,6 +41,22 @@ FLUSH_TIMEOUT_S = 30.0
 def hold_forever() -> NoReturn:
     while True:
         time.sleep(3600)
+
+
+_resumed = threading.Event()
+
+
+def resume_on_signal(signum: int) -> None:
+    """Let ``signum`` end :func:`hold_until_resumed` (the crashable process installs it for
+    SIGUSR1, which a zombie fault sends; call from the main thread)."""
+    signal.signal(signum, lambda _sig, _frame: _resumed.set())
+
+
+def hold_until_resumed() -> None:
+    """Stay at a hold point until :func:`resume_on_signal`'s signal arrives (a zombie: the
+    process is kept alive, paused, while a new instance takes its transactional id)."""
+    while not _resumed.wait(0.2):
+        pass
 
 
 # -- process names ----------------------------------------------------------------------------

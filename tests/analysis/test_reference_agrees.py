@@ -46,6 +46,8 @@ INJECTIONS: list[Callable[[Synth], Any]] = [
     Synth.inject_ctp_missing_output,
     Synth.inject_ctp_output_ahead,
     Synth.inject_indeterminate_partial,
+    Synth.inject_fenced_commit,
+    Synth.inject_committed_offset_lost,
     Synth.inject_hanging_at_end,
     Synth.inject_stale_open_transaction,
     Synth.inject_coordinator_mismatch,

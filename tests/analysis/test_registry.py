@@ -25,7 +25,13 @@ def test_every_checker_is_judged_once() -> None:
 
 def test_the_schedule_groups_checkers_by_the_shuffles_they_read() -> None:
     s = schedule(CHECKERS)
-    assert _names(s.side) == {"hanging_transactions", "dual_write", "metrics"}
+    assert _names(s.side) == {
+        "fenced_commit",
+        "committed_offsets",
+        "hanging_transactions",
+        "dual_write",
+        "metrics",
+    }
     streams, values = s.groups
     assert _names(streams) == {"ordering", "torn_transaction", "duplicate", "lost_write"}
     assert _names(values) == {

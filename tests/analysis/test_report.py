@@ -20,7 +20,7 @@ from txnchaos.analysis.verdict import VALID, CheckerVerdict, Verdict
 from txnchaos_testing.synthetic import Synth, SynthConfig
 
 SEC = 1_000_000_000
-CHARTS = ("faults", "throughput", "latency", "lso", "open-txns", "anomalies")
+CHARTS = ("faults", "throughput", "users", "latency", "lso", "open-txns", "anomalies")
 DATA_CHARTS = CHARTS[1:]
 
 

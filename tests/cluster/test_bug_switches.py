@@ -4,6 +4,7 @@ tests/integration/test_bug_switches.py."""
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import fields
 from pathlib import Path
 
@@ -95,3 +96,25 @@ async def test_a_fence_at_the_last_epoch_overflows_with_the_bug(tmp_path: Path) 
         else:
             assert md.state == TxnState.COMPLETE_ABORT and md.producer_epoch == 32_767
         h.crash()
+
+
+def test_unknown_producer_strict_restores_kafka_2_4s_unknown_producer_id(tmp_path: Path) -> None:
+    """Kafka >= 2.5 accepts a write at any sequence from a producer the partition has no
+    state for; ``txnchaos.bug.unknown.producer.strict`` answers UNKNOWN_PRODUCER_ID."""
+    from tests.cluster.record_batches import make_batch
+    from txnchaos.cluster.broker.partition import Partition
+    from txnchaos.cluster.broker.producer_state import UNKNOWN_PRODUCER_ID
+    from txnchaos.cluster.protocol.record_batch import parse_header
+    from txnchaos.cluster.storage import LogConfig
+
+    for bug, expected in ((False, 0), (True, UNKNOWN_PRODUCER_ID)):
+        part = Partition(
+            "t",
+            uuid.uuid4(),
+            0,
+            tmp_path / str(bug),
+            LogConfig(),
+            bugs=BugSwitches(unknown_producer_strict=bug),
+        )
+        batch = make_batch(producer_id=7, epoch=0, base_sequence=5)
+        assert part.producer_state.validate(parse_header(batch)).error_code == expected

@@ -14,7 +14,7 @@ from txnchaos.cluster.features import (
     finalized,
     transaction_version,
     validate_update,
-    verification_enabled,
+    writes_tv2_records,
 )
 from txnchaos.cluster.metadata import ClusterView
 from txnchaos.cluster.settings import NodeSettings, SettingsError
@@ -54,12 +54,15 @@ def test_unknown_feature_is_refused() -> None:
     assert code == INVALID_UPDATE_VERSION and message is not None
 
 
-def test_level_zero_is_not_finalized_and_gates_verification() -> None:
+def test_level_zero_is_not_finalized_and_gates_tv2_records_only() -> None:
+    """Level 0 keeps the coordinator's values at version 0 (no TV2 state); verification
+    is the setting's alone (Kafka), so the level says nothing about it."""
     assert finalized({TRANSACTION_VERSION: 0}) == {}
-    for level, setting, on in ((0, True, False), (1, True, True), (2, False, False)):
+    for level, tv2 in ((0, False), (1, True), (2, True)):
         view = ClusterView("c", 1, features=finalized({TRANSACTION_VERSION: level}))
         assert transaction_version(view) == level
-        assert verification_enabled(view, setting) is on
+        assert writes_tv2_records(level) is tv2
+    assert writes_tv2_records(None)  # a coordinator that was told no level
 
 
 def test_start_level_setting() -> None:

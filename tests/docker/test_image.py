@@ -24,7 +24,7 @@ def test_image_holds_the_node_runtime_only(docker: Docker, node_image: str) -> N
     wheel does not, so this import is the check that packaging picked up every layer."""
     script = (
         "import importlib.metadata as md, importlib.util as u\n"
-        "import click, crc32c, kio, prometheus_client, pydantic, rich, yaml\n"
+        "import click, cramjam, crc32c, kio, prometheus_client, pydantic, re2, rich, yaml\n"
         "import txnchaos.cluster.node, txnchaos.harness.cli\n"
         "print('txnchaos', md.version('txnchaos'))\n"
         "for name in ('pyspark', 'pyarrow', 'confluent_kafka', 'pip'):\n"

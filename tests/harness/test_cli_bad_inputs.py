@@ -241,6 +241,9 @@ CASES: list[tuple[list[str], str]] = [
     (["cluster", "down", "--state", "{bad_nodes}"], "nodes[0]"),
     (["cluster", "down", "--state", "{missing}"], "{missing}"),
     # txnchaos fuzz
+    (["cleanup", "--harness-pid", "0"], "--harness-pid"),
+    (["cleanup", "--harness-pid", "x"], "--harness-pid"),
+    (["cleanup", "--bogus"], "--bogus"),
     (["fuzz", "--cases", "0"], "--cases"),
     (["fuzz", "--replay", "{missing}"], "{missing}"),
     (["fuzz", "--replay", "{binary}"], "{binary}"),
@@ -318,6 +321,14 @@ CASES: list[tuple[list[str], str]] = [
     (["demo", "--partitions", "0"], "--partitions"),
     (["demo", "--data-dir", "{binary}"], "--data-dir"),
     (["demo", "--data-dir", "{demo_ran}"], "already holds a demo run"),
+    # txnchaos conformance
+    (["conformance", "--against", "zookeeper"], "--against"),
+    (["conformance", "--against", "kafka:4.x"], "kafka:4.x"),
+    (["conformance", "--against", "recorded:{missing}"], "{missing}"),
+    (["conformance", "--set", "novalue"], "--set"),
+    (["conformance", "--set", "bogus=1"], "'bogus'"),
+    (["conformance", "--probe", "no-such-probe"], "no-such-probe"),
+    (["conformance", "--jobs", "0"], "--jobs"),
     # txnchaos transactions (KIP-664); 127.0.0.1:1 refuses connections: unreachable
     (["transactions", "list"], "--bootstrap HOST:PORT or --state FILE"),
     (["transactions", "list", "--bootstrap", "nohostport"], "--bootstrap"),
@@ -422,6 +433,21 @@ CASES: list[tuple[list[str], str]] = [
         "sasl.jaas.config or sasl.username",
     ),
     (["transactions", "explode"], "explode"),
+    (["transactions", "list", "--bootstrap", "h:1", "--state-filter", "Open"], "Open"),
+    # txnchaos acls (kafka-acls.sh); 127.0.0.1:1 refuses connections: unreachable
+    (["acls", "--list"], "--bootstrap-server HOST:PORT or --state FILE"),
+    (["acls", "--bootstrap-server", "h:1"], "exactly one action"),
+    (["acls", "--list", "--bootstrap-server", "nohostport"], "--bootstrap"),
+    (["acls", "--list", "--bootstrap-server", "127.0.0.1:1"], "cluster not reachable"),
+    (["acls", "--add", "--bootstrap-server", "h:1", "--topic", "t"], "--allow-principal"),
+    (
+        [
+            *("acls", "--add", "--bootstrap-server", "h:1", "--topic", "t"),
+            *("--allow-principal", "User:a", "--operation", "Jump"),
+        ],
+        "Jump",
+    ),
+    (["acls", "--list", "--bootstrap-server", "h:1", "--command-config", "{missing}"], "{missing}"),
     # the command itself
     (["moonwalk"], "moonwalk"),
 ]

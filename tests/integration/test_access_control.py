@@ -56,6 +56,7 @@ JAAS = "org.apache.kafka.common.security.plain.PlainLoginModule required " + " "
 TOPIC_AUTHORIZATION_FAILED = 29
 GROUP_AUTHORIZATION_FAILED = 30
 CLUSTER_AUTHORIZATION_FAILED = 31
+INVALID_TXN_STATE = 48
 TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53
 SASL_AUTHENTICATION_FAILED = 58
 TXN, TOPIC, GROUP = ResourceType.TRANSACTIONAL_ID, ResourceType.TOPIC, ResourceType.GROUP
@@ -72,6 +73,16 @@ GRANTS = [
     *(grant(u, TOPIC, "acl-", ALL) for u in ("alice", "notxn", "nogroup")),
     *(grant(u, TXN, f"{u}-", WRITE) for u in ("alice", "notopic", "nogroup")),
     *(grant(u, GROUP, f"{u}-", READ) for u in ("alice", "notxn", "notopic")),
+    # an operator's abort (KIP-664) needs ALTER on the cluster, as in Kafka 4.x
+    AclBinding(
+        ResourceType.BROKER,
+        "kafka-cluster",
+        ResourcePatternType.LITERAL,
+        "User:notopic",
+        "*",
+        AclOperation.ALTER,
+        AclPermissionType.ALLOW,
+    ),
 ]
 TWO_PHASE_COMMIT = 15  # KIP-939; confluent-kafka has no enum member for it yet
 COORDINATOR = 1001  # the coordinator node (and controller): every transactional id's
@@ -258,8 +269,8 @@ def describe_transactions(cluster: LocalCluster, user: str, topic: str) -> int:
 
 
 def admin_abort(cluster: LocalCluster, user: str, topic: str) -> int:
-    """WriteTxnMarkers v1 (KIP-664's admin abort) sent by a client, as a node names itself."""
-    client = raw(cluster, 1, user, client_id=AS_NODE)
+    """WriteTxnMarkers v1 (KIP-664's admin abort: coordinator epoch -1) sent by a client."""
+    client = raw(cluster, 1, user)
     try:
         answer = client.request(
             27,
@@ -336,6 +347,7 @@ MATRIX = [
     ("describe_transactions", "notxn", TRANSACTIONAL_ID_AUTHORIZATION_FAILED),
     ("describe_transactions", "alice", 0),
     ("admin_abort", "alice", CLUSTER_AUTHORIZATION_FAILED),
+    ("admin_abort", "notopic", INVALID_TXN_STATE),  # ALTER: allowed; producer 5 has no txn
     ("verify_only", "alice", CLUSTER_AUTHORIZATION_FAILED),
     ("two_phase_init", "nogroup", TRANSACTIONAL_ID_AUTHORIZATION_FAILED),  # WRITE, no 2PC
     ("two_phase_init", "alice", 0),

@@ -24,6 +24,7 @@ from txnchaos.harness.launch.local import LocalCluster
 pytestmark = pytest.mark.integration
 
 CASES = 3_000
+TYPED_CASES = 1_000
 ISSUE_FRAME = bytes.fromhex("000000150003000900000001000570726f626500feffffff0f")
 """Issue 20's 25-byte Metadata v9 frame whose compact count claims ~4.29 billion topics."""
 
@@ -59,6 +60,28 @@ def test_a_short_fuzz_run_is_clean(cluster: LocalCluster, tmp_path: Path) -> Non
     assert summary.findings == []
     assert set(summary.max_rss_mb) == {str(n.node_id) for n in nodes}
     assert not (tmp_path / "findings").exists()
+
+
+def test_a_short_typed_fuzz_run_is_clean(cluster: LocalCluster, tmp_path: Path) -> None:
+    """Valid frames with hostile values (other producers' ids, control characters,
+    patterns, bad configs and batches) reach the handlers: most are answered."""
+    nodes = local_nodes(cluster)
+    options = FuzzOptions(
+        cases=TYPED_CASES,
+        seed=35,
+        batch=500,
+        concurrency=16,
+        case_timeout=5.0,
+        health_timeout=30.0,
+        rss_limit_mb=512.0,
+        findings_dir=tmp_path / "findings",
+        strategy="typed",
+    )
+    summary = asyncio.run(fuzz_nodes(nodes, options))
+    assert summary.cases == TYPED_CASES
+    assert summary.outcomes["answered"] > TYPED_CASES // 2
+    assert (summary.crashes, summary.hangs, summary.tracebacks, summary.mismatches) == (0, 0, 0, 0)
+    assert summary.findings == []
 
 
 def _finding_file(tmp_path: Path, data: bytes) -> Path:

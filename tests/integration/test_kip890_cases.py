@@ -1,5 +1,6 @@
-"""KIP-890's four cases, each on a cluster at transaction.version 0, 1 and 2,
-driven by our own producer (harness/clients) holding requests instead of timing them:
+"""KIP-890's four cases, each on a cluster at transaction.version 0 (with verification
+off, and on), 1 and 2, driven by our own producer (harness/clients) holding requests
+instead of timing them:
 
 1. a Produce delayed past its transaction's abort;
 2. a Produce of transaction N delayed past transaction N+1's AddPartitionsToTxn;
@@ -8,12 +9,16 @@ driven by our own producer (harness/clients) holding requests instead of timing 
 
 What the seed predicts, and what is asserted:
 
-* TV0 (no defense): 1 and 4 leave a hanging transaction (the partition's LSO stays at the
-  late record, DescribeProducers shows it open, the coordinator knows nothing of it, and a
-  later transaction's commit stays invisible to read_committed); 2 puts the aborted
-  transaction's record into the next one, and 3 commits the next transaction behind the
-  client's back (aborted data visible to read_committed: EOS violations).
-* TV1 (part 1, verification of old clients): 1 and 4 are refused; 2 and 3 are not closed
+* TV0 with ``transaction.partition.verification.enable=false`` (no defense: a cluster
+  from before KIP-890, Kafka < 3.6, or the setting off): 1 and 4 leave a hanging
+  transaction (the partition's LSO stays at the late record, DescribeProducers shows it
+  open, the coordinator knows nothing of it, and a later transaction's commit stays
+  invisible to read_committed); 2 puts the aborted transaction's record into the next
+  one, and 3 commits the next transaction behind the client's back (aborted data visible
+  to read_committed: EOS violations).
+* TV0 and TV1 with verification on (its default; part 1, verification of old clients,
+  which Kafka governs by the setting alone, at every level): 1 and 4 are refused; 2 and 3
+  are not closed
   ("for older clients, we may include a record from the previous transaction ... This issue
   can only be avoided with the new clients through the epoch bump").
 * TV2 (part 2, our client speaks Produce v12 / EndTxn v5): every transaction has its own
@@ -71,8 +76,9 @@ TIMEOUT_S = 30.0
 class Tv:
     """A running cluster at one transaction.version, and ways to look into it."""
 
-    def __init__(self, level: int, cluster: LocalCluster) -> None:
+    def __init__(self, level: int, cluster: LocalCluster, verified: bool = True) -> None:
         self.level = level
+        self.verified = verified  # transaction.partition.verification.enable
         self.cluster = cluster
         self.bootstrap = str(cluster.state()["bootstrap"])
 
@@ -186,16 +192,23 @@ class Tv:
         assert self.hanging_checker(topic, partition) == {"end_lso_lag", "coordinator_mismatch"}
 
 
-@pytest.fixture(scope="module", params=[0, 1, 2], ids=["tv0", "tv1", "tv2"])
+@pytest.fixture(
+    scope="module",
+    params=[(0, False), (0, True), (1, True), (2, True)],
+    ids=["tv0-unverified", "tv0", "tv1", "tv2"],
+)
 def tv(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Tv]:
-    level = int(request.param)
+    level, verified = request.param
     cluster = txn_cluster(
         tmp_path_factory.mktemp(f"seed-tv{level}"),
         brokers=1,
-        extra_settings=[f"transaction.version={level}"],
+        extra_settings=[
+            f"transaction.version={level}",
+            f"transaction.partition.verification.enable={str(verified).lower()}",
+        ],
     )
     try:
-        yield Tv(level, cluster)
+        yield Tv(level, cluster, verified)
     finally:
         cluster.down()
 
@@ -249,14 +262,14 @@ def test_produce_delayed_past_its_abort(tv: Tv) -> None:
     code, at, refusal, pid = run(main())
     print(f"observed case1 tv{tv.level}: held Produce -> {code}")
     tv.witness_commit(topic, 0, b"witness")
-    if tv.level == 0:  # no defense: the late write opens a transaction nobody will end
+    if not tv.verified:  # no defense: the late write opens a transaction nobody will end
         assert code == 0
         tv.assert_hanging(topic, 0, pid, at, txn_id)
         assert committed_values(tv.bootstrap, topic, [0]) == []  # the witness is stuck behind
         assert values(uncommitted_values(tv.bootstrap, topic, [0])) == ["N-late", "witness"]
     else:
-        # TV1: verification finds no ongoing transaction; TV2: the abort bumped the epoch.
-        if tv.level == 1:
+        # TV0/1: verification finds no ongoing transaction; TV2: the abort bumped the epoch.
+        if tv.level < 2:
             assert code == refusal, code
         else:
             assert code in FENCED, code
@@ -409,14 +422,14 @@ def test_write_before_add_partitions(tv: Tv) -> None:
     tvn, code, offset, pid, end_error = _write_without_adding(tv, topic, txn_id, None)
     print(f"observed case4 tv{tv.level}: write -> {code}, end -> {end_error}")
     assert tvn == tv.level
-    if tv.level == 0:  # written, and no coordinator will ever end it
+    if not tv.verified:  # written, and no coordinator will ever end it
         assert code == 0
         tv.witness_commit(topic, 0, b"witness")
         tv.assert_hanging(topic, 0, pid, offset, txn_id)
         assert committed_values(tv.bootstrap, topic, [0]) == []
         assert values(uncommitted_values(tv.bootstrap, topic, [0])) == ["bug-0", "witness"]
         return
-    if tv.level == 1:
+    if tv.level < 2:
         assert code == TRANSACTION_ABORTABLE, (code, end_error)  # Produce v11
         expected = ["witness"]
     else:

@@ -5,7 +5,9 @@ producer against a real node:
   goes on without an error (prolonged producer-state retention; on the shared cluster,
   whose producer.id.expiration.ms is a day);
 * once ``producer.id.expiration.ms`` has dropped the state, the next write (a non-zero
-  sequence) gets UNKNOWN_PRODUCER_ID; the transaction is abortable, the producer
+  sequence) gets UNKNOWN_PRODUCER_ID (the cluster runs Kafka <= 2.4's rule, the bug switch
+  ``txnchaos.bug.unknown.producer.strict``: Kafka >= 2.5 accepts the write, see the
+  conformance probe kip360.idempotent-first-sequence); the transaction is abortable, the producer
   re-initialises with InitProducerId carrying its producer id and epoch (v3+), the
   coordinator bumps the epoch of the same producer id, and the producer goes on.
 """
@@ -46,7 +48,11 @@ def cluster(tmp_path: Path) -> Iterator[LocalCluster]:
     cluster = start_cluster(
         tmp_path / "cluster",
         brokers=1,
-        settings=["producer.id.expiration.ms=1000", "log.retention.check.interval.ms=100"],
+        settings=[
+            "producer.id.expiration.ms=1000",
+            "log.retention.check.interval.ms=100",
+            "txnchaos.bug.unknown.producer.strict=true",
+        ],
     )
     create_topic(cluster.state()["bootstrap"], TOPIC, 1)
     yield cluster

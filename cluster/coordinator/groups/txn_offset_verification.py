@@ -1,8 +1,10 @@
 """KIP-890 for TxnOffsetCommit: before a transaction's first offsets for a group are
 kept, the group coordinator verifies with the transaction coordinator that the
 transaction added the group's ``__consumer_offsets`` partition (part 1: old clients
-sent AddOffsetsToTxn), or has the coordinator add it (part 2: TxnOffsetCommit v5 on
-a TV2 cluster), as a broker does for a Produce (``broker.txn_verification``).
+sent AddOffsetsToTxn; while ``transaction.partition.verification.enable`` is on, at
+every transaction.version), or has the coordinator add it (part 2: TxnOffsetCommit v5,
+whatever the setting; refused with UNSUPPORTED_VERSION at transaction.version 0, as
+Kafka), as a broker does for a Produce (``broker.txn_verification``).
 
 The same guard and rule as on a data partition (``broker.verification_state``) close
 the marker race: a marker that reaches the offsets partition while the verification is
@@ -37,6 +39,7 @@ KEPT = frozenset(
         E.invalid_producer_id_mapping,
         E.invalid_producer_epoch,
         E.transaction_abortable,
+        E.unsupported_version,  # a TV2 commit at transaction.version 0 (Kafka: the same)
     )
 )
 IMPLICIT_ADD_VERSION = 5  # TxnOffsetCommit v5: the broker adds the offsets partition
@@ -53,17 +56,16 @@ class TxnOffsetVerification:
         self,
         verifier: TxnVerifier,
         active: Callable[[], bool],
-        transaction_version: Callable[[], int] = lambda: 0,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.verifier = verifier
         self.active = active
-        self.transaction_version = transaction_version
         self._clock = clock
         self._states: dict[int, VerificationState] = {}  # offsets partition -> state
 
-    def implicit_add(self, version: int) -> bool:
-        return version >= IMPLICIT_ADD_VERSION and self.transaction_version() >= 2
+    @staticmethod
+    def implicit_add(version: int) -> bool:
+        return version >= IMPLICIT_ADD_VERSION
 
     def wanted(self, version: int) -> bool:
         """Whether a TxnOffsetCommit of this version is checked (or added) at all."""

@@ -46,6 +46,7 @@ from typing import Any, Protocol
 
 from kio.schema.errors import ErrorCode as E
 
+from ...features import writes_tv2_records
 from ...storage.state_log import Record, StateLog
 from ..groups.hashing import partition_for
 from ..partition_lifecycle import PartitionLifecycle
@@ -388,6 +389,17 @@ class TransactionCoordinator:
             overflow_bug=self.config.bugs.tv2_fence_epoch_overflow,
         )
 
+    def _refuses_tv2(self, transit: TxnTransit) -> bool:
+        """A transit that needs a version-1 value (a TV2 client's transaction version, or
+        the NextProducerId a keep-prepared init records) at finalized level 0: its
+        version-0 value could not carry it, so Kafka refuses the request
+        (UNSUPPORTED_VERSION) and writes nothing. (Kafka 4.4.0 also leaves the id's
+        pending transition set, answering CONCURRENT_TRANSACTIONS to everything after;
+        here nothing changes, so the id stays usable by a TV0/TV1 client.)"""
+        return transit.needs_value_v1 and not (
+            writes_tv2_records(self.server_transaction_version())
+        )
+
     def _fence_transaction_version(self, md: TransactionMetadata) -> int:
         """The version an abort started by the coordinator follows: the cluster's (as
         Kafka), or, while that is unknown, the one the client last used."""
@@ -592,6 +604,8 @@ class TransactionCoordinator:
         if is_epoch_exhausted(md.client_ids[1]) and fresh_pid is None:
             return InitResult(int(E.concurrent_transactions))  # the client retries
         transit = md.prepare_keep_prepared(fresh_pid, timeout_ms, now, two_phase)
+        if self._refuses_tv2(transit):
+            return InitResult(int(E.unsupported_version))
         if not self._commit(md, transit):
             return InitResult(int(E.coordinator_not_available))
         self.counters.producers_fenced += 1
@@ -652,6 +666,8 @@ class TransactionCoordinator:
             return NONE
         starting = md.state.can_start_transaction
         transit = md.prepare_add_partitions(wanted, self.clock_ms(), client_transaction_version)
+        if self._refuses_tv2(transit):
+            return int(E.unsupported_version)
         if not self._commit(md, transit):
             return int(E.coordinator_not_available)
         if starting:
@@ -855,6 +871,8 @@ class TransactionCoordinator:
             return _NEEDS_PRODUCER_ID
         rotate_to = next_pid if exhausted and next_pid is not None else NO_PRODUCER_ID
         transit = md.prepare_end(commit, self.clock_ms(), client_transaction_version, rotate_to)
+        if self._refuses_tv2(transit):
+            return EndResult(int(E.unsupported_version))
         err = self._begin_completion(md, transit)
         if err:
             return EndResult(err)
@@ -1100,7 +1118,8 @@ class TransactionCoordinator:
         duration_ms: int = -1,
     ) -> ListResult:
         """ListTransactions (KIP-664): ids in loaded partitions, filtered by state names,
-        producer ids and (v1+) a minimum running time."""
+        producer ids and (v1+) a minimum time since the transaction started (as Kafka: an
+        id that never started one has start time -1 and is always listed)."""
         if self._partitions.any_loading:
             return ListResult(int(E.coordinator_load_in_progress))
         state_names = list(states)
@@ -1116,8 +1135,11 @@ class TransactionCoordinator:
                 continue
             if state_names and md.state not in wanted_states:
                 continue
-            if duration_ms >= 0 and (md.txn_start_ms < 0 or now - md.txn_start_ms <= duration_ms):
-                continue  # (Kafka would list ids that never started a transaction)
+            # Kafka's rule (TransactionStateManager.listTransactionStates): skip only what
+            # started less than duration_ms ago, so an id with no start time (-1: never
+            # started one) passes every duration filter.
+            if duration_ms >= 0 and now - md.txn_start_ms < duration_ms:
+                continue
             out.append(ListedTransaction(txn_id, md.producer_id, md.state.value))
         return ListResult(NONE, tuple(out), unknown)
 

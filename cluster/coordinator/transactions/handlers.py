@@ -59,13 +59,15 @@ def partition_results(
     producer_epoch: int,
     topics: Iterable[tuple[str, Iterable[int]]],
     version: int,
+    client_transaction_version: int | None = None,
 ) -> dict[str, dict[int, int]]:
     """One transaction's AddPartitionsToTxn: topic -> partition -> error.
 
     Unknown partitions fail the whole request: they get UNKNOWN_TOPIC_OR_PARTITION
     and the others OPERATION_NOT_ATTEMPTED (nothing is added). Otherwise every
-    partition carries the coordinator's single answer. Shared by v0-v3 and (later) the
-    v4+ batched form.
+    partition carries the coordinator's single answer. Shared by v0-v3 and the v4+
+    batched form, whose adds are a TV2 client's (``client_transaction_version`` 2, as
+    Kafka's ``transactionVersionForAddPartitionsToTxn``).
     """
     wanted: dict[str, list[int]] = {}
     for name, parts in topics:
@@ -95,6 +97,7 @@ def partition_results(
         producer_id,
         producer_epoch,
         [(name, p) for name, parts in wanted.items() for p in parts],
+        client_transaction_version,
     )
     error = fenced_for(version, error, 2)
     return {name: dict.fromkeys(parts, error) for name, parts in wanted.items()}
@@ -195,6 +198,7 @@ class TransactionApis:
                     txn.producer_epoch,
                     [(t.name, t.partitions) for t in txn.topics],
                     ctx.api_version,
+                    client_transaction_version=2,
                 )
             results.append(
                 (

@@ -552,7 +552,10 @@ class TransactionMetadata:
 
         TV2: a transaction that exhausted the epoch moves onto ``next_producer_id`` at
         epoch 0 (the previous producer id and the last epoch stay what the client
-        used, so its retry is recognised)."""
+        used, as PrepareX recorded them, so its retry is recognised: for a transaction
+        kept by a keep-prepared init that is the instance's producer id, not the
+        transaction's; KIP-939's walk-through: "CompleteCommit, ProducerId=85,
+        PrevProducerId=73")."""
         if self.state == S.PREPARE_COMMIT:
             target = S.COMPLETE_COMMIT
         elif self.state == S.PREPARE_ABORT:
@@ -563,7 +566,7 @@ class TransactionMetadata:
             return self._transit(
                 target,
                 producer_id=self.next_producer_id,
-                last_producer_id=self.producer_id,
+                last_producer_id=self.last_producer_id,
                 producer_epoch=max(self.next_producer_epoch, 0),
                 partitions=frozenset(),
                 txn_last_update_ms=now_ms,

@@ -25,6 +25,7 @@ from .reorder import ReorderFault
 from .reset import ResetFault
 from .restart import RestartFault
 from .throttle import ThrottleFault
+from .zombie_producer import ZombieProducerFault
 
 _KINDS: tuple[Fault, ...] = (
     # proxy rules
@@ -46,6 +47,7 @@ _KINDS: tuple[Fault, ...] = (
     CrashWriterAfterPrepareFault(),
     CrashWriterAfterDbCommitFault(),
     CrashWriterInRecoveryFault(),
+    ZombieProducerFault(),
 )
 
 FAULTS: dict[str, Fault] = {f.name: f for f in _KINDS}

@@ -199,8 +199,9 @@ class DualWriterWorker(TransactionalProducerWorker):
         c.begin(txn)
         sent = self.send_all(txn)
         if c.txn_abortable or (may_abandon and chance(self.rng, self.spec.abort_probability)):
+            on_purpose = not c.txn_abortable  # the draw chose it, no error forced it
             db.rollback()
-            c.abort(txn, self.spec.op_timeout_s, self.spec.commit_retries)
+            c.abort(txn, self.spec.op_timeout_s, self.spec.commit_retries, on_purpose=on_purpose)
             return None
         self.in_doubt = txn  # from here an unknown outcome leaves it to recovery
         try:
@@ -266,4 +267,5 @@ KIND = UserKind(
         "crash_writer_after_db_commit": AFTER_DB_COMMIT,
         "crash_writer_in_recovery": AFTER_DB_COMMIT,
     },
+    native_client=False,  # our own client (pure Python)
 )

@@ -217,9 +217,10 @@ class EOSCopierWorker(Worker):
         if not p.txn_abortable:
             p.send_offsets(txn, next_offsets(msgs), c.group_metadata(), self.group_id, timeout)
         if p.txn_abortable or chance(self.rng, self.spec.abort_probability):
+            on_purpose = not p.txn_abortable  # the draw chose it, no error forced it
             if chance(self.rng, self.spec.flush_before_abort_probability):
                 p.flush(FLUSH_TIMEOUT_S)
-            p.abort(txn, timeout, retries)
+            p.abort(txn, timeout, retries, on_purpose=on_purpose)
             return False
         p.flush(FLUSH_TIMEOUT_S)
         if p.txn_abortable:

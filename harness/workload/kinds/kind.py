@@ -27,6 +27,10 @@ class UserKind:
     #: The client crash faults it can take, with the point where its process is killed
     #: (``crash_producer`` -> ``before-commit``; see :mod:`..crashable`).
     crash_holds: Mapping[str, str] = field(default_factory=dict)
+    #: Whether its clients include librdkafka (confluent-kafka): native code that can abort the
+    #: whole process (an ``rd_assert``).  Under ``workload.isolation: process`` such users run
+    #: in a process of their own, so a crash is a finding and the user restarts (isolated.py).
+    native_client: bool = True
 
     @property
     def name(self) -> str:

@@ -12,7 +12,13 @@ from ...history.schema import Outcome, encode_value
 from ..clients import ClientError, ProducerReset, chance
 from ..recording import RecordingProducer
 from ..spec import ProducerSpecBase
-from ..workers import FLUSH_TIMEOUT_S, ProducerWorker, WorkerContext, hold_forever
+from ..workers import (
+    FLUSH_TIMEOUT_S,
+    ProducerWorker,
+    WorkerContext,
+    hold_forever,
+    hold_until_resumed,
+)
 from .kind import UserKind
 
 if TYPE_CHECKING:
@@ -122,9 +128,10 @@ class TransactionalProducerWorker(ProducerWorker):
         assert c is not None
         timeout, retries = self.spec.op_timeout_s, self.spec.commit_retries
         if c.txn_abortable or chance(self.rng, self.spec.abort_probability):
+            on_purpose = not c.txn_abortable  # the draw chose it, no error forced it
             if chance(self.rng, self.spec.flush_before_abort_probability):
                 c.flush(FLUSH_TIMEOUT_S)
-            c.abort(txn, timeout, retries)
+            c.abort(txn, timeout, retries, on_purpose=on_purpose)
             return Outcome.FAIL
         c.flush(FLUSH_TIMEOUT_S)
         if c.txn_abortable:
@@ -139,15 +146,32 @@ class TransactionalProducerWorker(ProducerWorker):
 
     def hold(self, point: str, announce: Callable[[str], None]) -> NoReturn:
         """before-commit: a transaction begun, its records sent and acknowledged (in the
-        log), commit never called."""
-        if point != "before-commit":
+        log), commit never called. zombie: the same, then after the resume signal the rest
+        of the transaction's records and its commit (see :mod:`..crashable`)."""
+        if point not in ("before-commit", "zombie"):
             super().hold(point, announce)
         txn = self.begin()
         self.send_records(txn)
         assert self.client is not None
         self.client.flush(FLUSH_TIMEOUT_S)
         announce(f"HOLD txn={txn}")
+        if point == "zombie":
+            hold_until_resumed()
+            announce(f"RESUMED txn={txn} outcome={self._zombie_commit(txn)}")
         hold_forever()
+
+    def _zombie_commit(self, txn: int) -> str:
+        """Commit ``txn``, as a paused instance does when it wakes.
+
+        Its records were all acknowledged before the pause; it sends no new ones (a woken
+        confluent-kafka producer that sent more blocked in their delivery reports once
+        fenced), so what is judged is the coordinator's fencing of its EndTxn."""
+        c = self.client
+        assert c is not None
+        try:
+            return c.commit(txn, self.spec.op_timeout_s, 0).value
+        except (ProducerReset, ClientError) as exc:
+            return f"refused ({type(exc).__name__})"
 
 
 KIND = UserKind(
@@ -155,5 +179,5 @@ KIND = UserKind(
     worker=TransactionalProducerWorker,
     prefix="txn-producer",
     locust_user="TransactionalProducerUser",
-    crash_holds={"crash_producer": "before-commit"},
+    crash_holds={"crash_producer": "before-commit", "zombie_producer": "zombie"},
 )

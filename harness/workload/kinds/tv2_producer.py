@@ -150,4 +150,5 @@ KIND = UserKind(
     prefix="tv2-producer",
     locust_user="Tv2ProducerUser",
     crash_holds={"crash_producer": "before-commit"},
+    native_client=False,  # our own client (pure Python)
 )

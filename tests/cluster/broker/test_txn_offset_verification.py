@@ -21,7 +21,7 @@ OLD_COMMIT = 3  # TxnOffsetCommit v3: verify only
 async def commit_with_marker_meanwhile(version: int, epoch: int, marker_epoch: int) -> int:
     """The check's answer when a marker at ``marker_epoch`` lands while it waits."""
     coordinator, verifier = await started()
-    offsets = TxnOffsetVerification(verifier, lambda: True, lambda: 2)
+    offsets = TxnOffsetVerification(verifier, lambda: True)
     try:
         check = asyncio.ensure_future(
             offsets.check("txn", 7, epoch, OFFSETS_PARTITION, version=version)
@@ -56,7 +56,7 @@ async def test_old_client_same_epoch_marker_refuses_the_offsets() -> None:
 @async_test
 async def test_a_marker_of_another_producer_changes_nothing() -> None:
     coordinator, verifier = await started()
-    offsets = TxnOffsetVerification(verifier, lambda: True, lambda: 2)
+    offsets = TxnOffsetVerification(verifier, lambda: True)
     try:
         check = asyncio.ensure_future(offsets.check("txn", 7, 4, OFFSETS_PARTITION, OLD_COMMIT))
         await asyncio.wait_for(coordinator.first_arrived.wait(), LIMIT)

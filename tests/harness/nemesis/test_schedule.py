@@ -16,6 +16,7 @@ from txnchaos.harness.nemesis.schedule import (
     Targets,
     TimedAction,
     build_schedule,
+    no_room,
 )
 
 TARGETS = Targets(
@@ -115,3 +116,36 @@ def test_bad_random_config() -> None:
         RandomNemesis(mix={"delay": 1}, intensity=1, calm_every=10, calm_for=10)
     with pytest.raises(ValidationError):
         RandomNemesis(mix={"no_such_fault": 1}, intensity=1)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    seed=st.integers(0, 2**32),
+    duration=st.floats(6, 120),
+    intensity=st.floats(0.01, 2),
+    calm=st.booleans(),
+)
+def test_a_random_mix_never_yields_an_empty_schedule(
+    seed: int, duration: float, intensity: float, calm: bool
+) -> None:
+    """However few faults a minute the mix asks for, a seeded run gets at least one, placed
+    where it fits: a run that tested nothing would pass as valid."""
+    extra: dict[str, object] = {"intensity": intensity, "start_after": 1, "duration": (1, 4)}
+    if calm:
+        extra |= {"calm_every": 10, "calm_for": 5}
+    schedule = build_schedule(random_config(**extra), seed=seed, duration=duration, targets=TARGETS)
+    assert [f for f in schedule if f.origin == "random"]
+    for fault in schedule:
+        assert fault.at >= 1 and fault.end <= duration
+        if calm:
+            assert fault.at % 10 < 5
+    again = build_schedule(random_config(**extra), seed=seed, duration=duration, targets=TARGETS)
+    assert again == schedule  # still fully determined by the seed
+
+
+def test_a_random_mix_with_no_room_is_refused() -> None:
+    config = random_config(start_after=8, duration=(3, 5))
+    assert no_room(config.random, 10) is not None  # type: ignore[arg-type]
+    assert no_room(config.random, 12) is None  # type: ignore[arg-type]
+    with pytest.raises(ScheduleError, match="leave no room"):
+        build_schedule(config, seed=1, duration=10, targets=TARGETS)

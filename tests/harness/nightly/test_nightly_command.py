@@ -64,13 +64,16 @@ def test_a_night_with_a_valid_and_an_invalid_run(tmp_path: Path) -> None:
         assert (night / r["report"]).is_file()
         assert f"--seed {r['seed']}" in r["command"]
     totals = {"runs": 2, "passed": 1, "invalid": 1, "harness_failed": 0, "nemesis_failed": 0}
+    totals |= {"client_crash": 0, "no_chaos": 0}
     assert summary["totals"] == totals
     assert "--seed-base 40" in summary["repeat"]
 
     suite = ET.parse(night / "junit.xml").getroot().find("testsuite")
     assert suite is not None and (suite.get("tests"), suite.get("failures")) == ("2", "1")
     (failed,) = [c for c in suite.findall("testcase") if c.find("failure") is not None]
-    assert failed.get("name") == "buggy seed=40"
+    assert failed.get("name") == "buggy"  # the seed is a property, not part of the name
+    seed = [p for p in failed.iter("property") if p.get("name") == "seed"]
+    assert [p.get("value") for p in seed] == ["40"]
     assert "aborted_read" in (failed.find("failure").get("message") or "")  # type: ignore[union-attr]
 
     assert 'href="runs/001-buggy-seed40/report.html"' in (night / "summary.html").read_text()

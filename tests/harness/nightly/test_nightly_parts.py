@@ -171,10 +171,22 @@ def test_rows_from_run_directories_and_junit(tmp_path: Path) -> None:
     assert suite is not None
     assert (suite.get("tests"), suite.get("failures"), suite.get("errors")) == ("3", "1", "1")
     cases = suite.findall("testcase")
-    assert [c.get("name") for c in cases] == ["smoke seed=11", "smoke seed=12", "smoke seed=13"]
+    # one stable name per scenario (the seed is a property): CI systems track it night by night
+    assert [c.get("name") for c in cases] == ["smoke", "smoke (run 2)", "smoke (run 3)"]
+    assert {c.get("classname") for c in cases} == {"txnchaos.nightly"}
+    props = {p.get("name"): p.get("value") for p in cases[0].iter("property")}
+    assert props["seed"] == "11" and props["scenario_file"] == "scenarios/smoke.yaml"
+    assert props["faults.scheduled"] == "delay=2, kill=1"
+    assert props["repeat"] == "txnchaos run scenarios/smoke.yaml --seed 11"
+    assert props["cluster.flavour"] == "unknown" and props["transaction.version"] == "unknown"
+    assert cases[0].get("timestamp") == "2026-11-25T20:00:00+00:00"
     assert cases[0].find("failure") is None and cases[0].find("error") is None
     failure = cases[1].find("failure")
-    assert failure is not None and "aborted_read=3" in (failure.get("message") or "")
+    assert failure is not None and failure.get("type") == "unexpected_verdict"
+    assert (failure.get("message") or "") == (
+        "verdict invalid, expected valid: aborted_read=3; "
+        "repeat: txnchaos run scenarios/smoke.yaml --seed 12"
+    )
     assert "txnchaos run scenarios/smoke.yaml --seed 12" in (failure.text or "")
     error = cases[2].find("error")
     assert error is not None and "the cluster did not start" in (error.text or "")
@@ -264,7 +276,7 @@ def test_a_valid_run_whose_nemesis_failed_is_marked_and_fails_in_junit(tmp_path:
     assert suite is not None and suite.get("failures") == "1"
     failure = suite.find("testcase/failure")
     assert failure is not None and failure.get("type") == "nemesis"
-    assert (failure.get("message") or "").startswith("valid, nemesis errors 2")
+    assert (failure.get("message") or "").startswith("nemesis errors 2: the faults were not")
     assert "action 2 pause: apply failed (due at 9.5 s): node 2 is down" in (failure.text or "")
     write_summary_html(
         {"night": "n", "started": "s", "wall_s": 1.0, "totals": {"nemesis_failed": 1}},
@@ -274,3 +286,90 @@ def test_a_valid_run_whose_nemesis_failed_is_marked_and_fails_in_junit(tmp_path:
     page = (tmp_path / "s.html").read_text()
     assert "valid, nemesis errors 2" in page and "1 with nemesis errors" in page
     assert "node 2 is down" in page
+
+
+CRASH = {
+    "kind": "client_crash",
+    "process": "writer-1",
+    "user_kind": "transactional_producer",
+    "at_s": 15.1,
+    "library": "librdkafka",
+    "library_version": "2.16.0",
+    "signal": "SIGABRT",
+    "exit_code": -6,
+    "message": "rdkafka_txnmgr.c:1007: rd_kafka_txn_handle_AddPartitionsToTxn: "
+    "Assertion `rk->rk_eos.txn_req_cnt > 0' failed.",
+    "in_flight": [{"process": "writer-1", "type": "begin", "txn": 26}],
+    "faults_active": [],
+    "faults_before": [{"kind": "drop_response", "target": "client->n1001", "applied_at_s": 4.5}],
+}
+
+
+def test_a_client_crash_is_its_own_class_and_junit_failure(tmp_path: Path) -> None:
+    """A valid verdict beside a crashed client does not pass: the row, the summary and the
+    JUnit failure (type client_crash) say what crashed and how to repeat it."""
+    r = row(1, exit_code=1)
+    write_run(tmp_path, r, {**verdict("valid", {}), "findings": [CRASH]})
+    fill_from_run_dir(r, tmp_path)
+    assert (r.verdict, r.passed, r.status_class) == ("valid", False, "client_crash")
+    assert r.outcome == "valid, client crash"
+    (line,) = r.findings
+    assert line.startswith("client crash: writer-1 (transactional_producer, librdkafka 2.16.0)")
+    assert "Assertion `rk->rk_eos.txn_req_cnt > 0' failed." in line
+    write_junit([r], tmp_path / "junit.xml", 1.0)
+    failure = ET.parse(tmp_path / "junit.xml").getroot().find("testsuite/testcase/failure")
+    assert failure is not None and failure.get("type") == "client_crash"
+    message = failure.get("message") or ""
+    assert message.startswith("client crash: writer-1") and "SIGABRT" in message
+    assert message.endswith("; repeat: txnchaos run scenarios/smoke.yaml --seed 11")
+    write_summary_html(
+        {"night": "n", "started": "s", "wall_s": 1.0, "totals": {"client_crash": 1}},
+        [r],
+        tmp_path / "s.html",
+    )
+    page = (tmp_path / "s.html").read_text()
+    assert "1 with a client crash" in page and 'class="client_crash"' in page
+
+
+def test_a_run_whose_faults_were_all_missed_is_no_chaos(tmp_path: Path) -> None:
+    r = row(1, exit_code=0)
+    error = {"action": 0, "kind": "pause", "step": "apply", "at": 4.0, "error": "node is down"}
+    nemesis = {"scheduled": 1, "applied": 0, "failed": 1, "not_reached": 0, "errors": [error]}
+    write_run(tmp_path, r, {**verdict("valid", {}), "nemesis": nemesis})
+    fill_from_run_dir(r, tmp_path)
+    assert r.no_chaos == "no fault was applied (1 scheduled, 1 failed)"
+    assert (r.passed, r.status_class, r.outcome) == (
+        False,
+        "no_chaos",
+        "valid, no chaos, nemesis errors 1",
+    )
+    write_junit([r], tmp_path / "junit.xml", 1.0)
+    failure = ET.parse(tmp_path / "junit.xml").getroot().find("testsuite/testcase/failure")
+    assert failure is not None and failure.get("type") == "no_chaos"
+    assert (failure.get("message") or "").startswith("no chaos: no fault was applied")
+    # a scenario without a nemesis asks for no chaos and is not judged on it
+    quiet = row(2, exit_code=0)
+    nothing = {"scheduled": 0, "applied": 0, "failed": 0, "not_reached": 0, "errors": []}
+    write_run(tmp_path, quiet, {**verdict("valid", {}), "nemesis": nothing})
+    assert fill_from_run_dir(quiet, tmp_path).passed
+
+
+def test_trend_draws_outcomes_anomalies_and_throughput(tmp_path: Path) -> None:
+    nights = {
+        "20261123-020000": [row(1, verdict="valid", throughput=50.0)],
+        "20261124-020000": [
+            row(1, verdict="valid", throughput=40.0, findings=["client crash: w"]),
+            row(2, verdict="invalid", anomalies={"lost_write": 2}, throughput=30.0),
+        ],
+    }
+    for name, rows in nights.items():
+        (tmp_path / name).mkdir()
+        summary = {"started": name, "night": name, "runs": [r.to_json() for r in rows]}
+        (tmp_path / name / "summary.json").write_text(json.dumps(summary))
+    page = write_trend(tmp_path).read_text()
+    assert page.count("<svg") == 3
+    for title in ("Runs by outcome", "Anomalies by checker", "Committed transactions per second"):
+        assert title in page
+    assert ">client crash<" in page and ">lost_write<" in page  # legends, text kept as text
+    second = page[page.index('href="20261124-020000/summary.html"') :]
+    assert '<td class="num client_crash">1</td>' in second

@@ -3,9 +3,11 @@ produce-into-next-transaction and end-txn-into-next-transaction, in two runs ins
 the misbehaving user of each entry, as its scenario file has it, each on a topic of its own,
 together in one run (real nodes, our producer, real confluent-kafka writers and readers).
 
-At transaction.version 0 (no defense) each entry's predicted checker flags that user's
-records; at 2 (every defense) the run is valid. TV1, where the first case is closed and
-the other two are not, is in the detection matrix (bench/detection.py, README). Both runs
+With no defense (the entries' tv0 configuration: transaction.version 0 and
+transaction.partition.verification.enable false) each entry's predicted checker flags
+that user's records; at transaction.version 2 (every defense) the run is valid.
+Verification alone (tv1), where the first case is closed and the other two are not, is
+in the detection matrix (bench/detection.py, docs/repro.md). Both runs
 are judged by the reference checkers and again by PySpark, with the same verdict."""
 
 from __future__ import annotations
@@ -39,6 +41,16 @@ def late_user(entry: str) -> dict[str, Any]:
     return dict(late[0])
 
 
+def tv_settings(tv: int) -> dict[str, Any]:
+    """The settings the entries' ``tv<N>`` configuration runs with (the same in all three)."""
+    catalogue = load_catalogue(SHIPPED)
+    (settings,) = {
+        json.dumps(catalogue[e].spec.configurations[f"tv{tv}"].settings, sort_keys=True)
+        for e in ENTRIES
+    }
+    return dict(json.loads(settings))
+
+
 def together(tv: int) -> dict[str, Any]:
     """One scenario with the three misbehaving users, user ``case<i>`` on topic ``t<i>``."""
     users: list[dict[str, Any]] = []
@@ -57,7 +69,7 @@ def together(tv: int) -> dict[str, Any]:
             "brokers": 1,
             "coordinators": 1,
             "proxied": False,
-            "settings": {"transaction.version": tv, "transaction.max.timeout.ms": 60000},
+            "settings": {**tv_settings(tv), "transaction.max.timeout.ms": 60000},
         },
         "workload": {"topics": topics, "users": users},
         # case 0's late record never ends: no long wait for it

@@ -52,9 +52,12 @@ def test_a_configuration_runs_the_entry_with_its_settings(tmp_path: Path) -> Non
     entry = find("producer-state-expiry", SHIPPED)
     bug = entry.spec.configurations["bug"]
     path = tmp_path / "bug.yaml"
-    write_scenario(derived_scenario(entry, bug, seed=99), path)
+    write_scenario(derived_scenario(entry, bug, seed=99, name="bug"), path)
     scenario = load_scenario(path)
-    assert scenario.repro is None and scenario.seed == 99
+    assert scenario.seed == 99
+    # the run knows which entry and configuration it is (its report says so)
+    assert scenario.repro is not None and scenario.repro.configuration == "bug"
+    assert scenario.repro.configurations == entry.spec.configurations
     assert scenario.cluster.settings["txnchaos.bug.producer.expiry.ignores.open.transactions"]
     assert scenario.cluster.settings["producer.id.expiration.ms"] == 2000  # the entry's own
     assert (scenario.expect.verdict, scenario.expect.anomalies) == (

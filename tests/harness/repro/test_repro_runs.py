@@ -3,7 +3,7 @@ NAME`, every configuration) in test_repro_{isolation,hanging,two_phase}_runs.py,
 three late-request entries of KIP-890 — together in test_late_request_cases.py; entries
 on Apache Kafka releases only in bench/detection.py and the nightly job, two reported bugs
 on their releases in test_repro_kafka_releases.py. Every entry on several seeds is
-`bench/detection.py` (its matrix is in the README)."""
+`bench/detection.py` (its matrix is in docs/repro.md)."""
 
 from __future__ import annotations
 

@@ -80,6 +80,8 @@ def test_smoke_run_records_everything(tmp_path: Path) -> None:
     assert {p["topic"] for p in final["partitions"]} == {"events", "copies"}
     assert all(p["lso"] == p["high_watermark"] for p in final["partitions"])
     assert final["coordinator_transactions"] == []
+    copied = {g["partition"] for g in final["group_offsets"] if g["group_id"] == "copiers"}
+    assert copied == {0, 1, 2, 3}  # the copier group's committed offsets, for its input
     metric_names = set(pq.read_table(out / "metrics.parquet", columns=["name"])["name"].to_pylist())
     assert {"txnchaos.lso", "txnchaos.high_watermark", "LastStableOffsetLag"} <= metric_names
     assert not [p for p in node_pids(out) if alive(p)]

@@ -50,3 +50,32 @@ def test_table_columns_line_up() -> None:
     assert text.splitlines() == ["Topic   Partition", "orders  1", "x       10"]
     assert output.iso(-1) == "None"
     assert output.iso(1_600_383_743_000) == "2020-09-17T23:02:23Z"
+
+
+def test_state_filter_takes_kafkas_state_names_only() -> None:
+    """An unknown --state-filter would match nothing and look like "no transactions":
+    refused with exit code 2 before anything connects."""
+    from click.testing import CliRunner
+
+    from txnchaos.harness.cli import main
+
+    result = CliRunner().invoke(
+        main, ["transactions", "list", "--bootstrap", "127.0.0.1:1", "--state-filter", "Open"]
+    )
+    assert result.exit_code == 2, result.output
+    assert "'Open' is not one of" in result.stderr and "Ongoing" in result.stderr
+
+
+def test_bootstrap_server_is_accepted_as_kafkas_tool_spells_it() -> None:
+    """--bootstrap-server HOST:PORT is --bootstrap (a closed port: the cluster is not
+    reachable, exit code 2, one line)."""
+    from click.testing import CliRunner
+
+    from txnchaos.harness.cli import main
+
+    for flag in ("--bootstrap", "--bootstrap-server"):
+        result = CliRunner().invoke(main, ["transactions", "list", flag, "127.0.0.1:1"])
+        assert result.exit_code == 2, result.output
+        assert "not reachable" in result.stderr, result.stderr
+    bad = CliRunner().invoke(main, ["transactions", "list", "--bootstrap-server", "nope"])
+    assert bad.exit_code == 2 and "HOST:PORT" in bad.stderr

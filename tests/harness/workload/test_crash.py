@@ -204,3 +204,59 @@ def test_copier_killed_mid_transaction_then_successor_copies_exactly_once(
     assert sorted(sources) == sorted(f"idem-producer-0|-|{i}" for i in range(30))
     killed = {decode_value(v)[0] for v in copies}
     assert killed == {s.process}, "the killed copier's open transaction must not be visible"
+
+
+def test_zombie_producer_woken_after_a_new_instance_is_refused(
+    wl_bootstrap: str, tmp_path: Path, uniq: str
+) -> None:
+    """The ``zombie`` hold: paused mid-transaction while its successor (same transactional id)
+    initialises and commits, then woken: its commit is refused and none of its records of
+    that transaction are visible; the successor's committed one is."""
+    import signal
+
+    topic = f"zombie-{uniq}"
+    cfg = load_workload(
+        {
+            "topics": [{"name": topic, "partitions": 2}],
+            "users": [
+                {
+                    "kind": "transactional_producer",
+                    "topics": [topic],
+                    "records_per_txn": 4,
+                    "partitions_per_txn": 2,
+                    "abort_probability": 0,
+                    "transaction_timeout_ms": 3000,
+                    "transactional_id": f"zombie-{uniq}-{{index}}",
+                }
+            ],
+        }
+    )
+    ensure_topics(wl_bootstrap, cfg.topics)
+    run = tmp_path / "run"
+    old = CrashableClient(cfg, 0, run, wl_bootstrap, hold="zombie", hold_after=1)
+    old.start()
+    held = int(old.wait_hold().split("txn=")[1])
+    assert old.child.proc is not None
+    old.child.proc.send_signal(signal.SIGSTOP)
+    new = old.successor(hold="before-commit", hold_after=1)
+    new.start()
+    new.wait_hold()
+    old.child.proc.send_signal(signal.SIGCONT)
+    old.child.proc.send_signal(signal.SIGUSR1)
+    resumed = old.wait_line("RESUMED", 60)
+    assert f"txn={held}" in resumed and "outcome=ok" not in resumed, resumed
+    new.stop(10)
+    old.stop(10)
+
+    commits = [r for r in last_lines(run, old.process) if r["type"] == "commit"]
+    assert commits[-1]["txn"] == held and commits[-1]["outcome"] != "ok"
+    deadline = time.monotonic() + 90  # the successor's held transaction times out
+    while any(e.lso < e.high_watermark for e in list_ends(wl_bootstrap, {topic: 2})):
+        assert time.monotonic() < deadline, "a transaction stayed open"
+        time.sleep(0.5)
+    result = final_read(wl_bootstrap, {topic: 2}, run, timeout_s=60)
+    assert result.complete, result.to_dict()
+    rows = compacted(run)
+    read = {decode_value(r["value"])[:2] for r in rows if r["type"] == "final_read" and r["value"]}
+    assert (old.process, held) not in read
+    assert (old.process, 0) in read and (new.process, 0) in read

@@ -23,7 +23,7 @@ from txnchaos.harness.clients.errors import StateError
 from txnchaos.harness.history.writer import HistoryWriter
 from txnchaos.harness.workload.clients import ClientError, ProducerClient, ProducerReset
 from txnchaos.harness.workload.ours import OurProducerClient, our_config
-from txnchaos.harness.workload.recording import RecordingProducer
+from txnchaos.harness.workload.recording import PURGED_BY_ABORT, RecordingProducer
 
 from .fakes import FakeOurProducer, FakeProducer, kerr
 from .helpers import jsonl_lines
@@ -184,3 +184,29 @@ def test_a_stopping_run_does_not_retry_a_commit_or_an_abort(library: str, tmp_pa
     c.writer.close()
     ends = [(t, o) for t, o, *_ in ops(tmp_path) if t in ("commit", "abort")]
     assert ends == [("commit", "ok"), ("commit", "info"), ("abort", "info")]
+
+
+@pytest.mark.parametrize("library", ["confluent", "ours"])
+@pytest.mark.parametrize("on_purpose", [True, False])
+def test_sends_a_deliberate_abort_purges_are_no_locust_failures(
+    library: str, on_purpose: bool, tmp_path: Path
+) -> None:
+    """A transaction the scenario aborts on purpose (abort_probability) purges its unsent
+    records: locust counts them under their own name, not as failed sends; an abort an error
+    forced keeps them failures.  The history records ``fail`` either way."""
+    c = Client(library, tmp_path)
+    events: list[tuple[str, BaseException | None]] = []
+    c.client.events.reporter = lambda _t, name, _ms, exc: events.append((name, exc))
+    p = c.client
+    p.init(5)
+    p.begin(0)
+    p.send("a", 0, "v0", txn=0)  # never flushed: the abort purges it
+    p.abort(0, 5, 1, on_purpose=on_purpose)
+    p.close()
+    c.writer.close()
+    sends = [(name, exc) for name, exc in events if name.startswith("send")]
+    if on_purpose:
+        assert sends == [(PURGED_BY_ABORT, None)]
+    else:
+        assert [name for name, _ in sends] == ["send"] and sends[0][1] is not None
+    assert [(t, o) for t, o, *_ in ops(tmp_path) if t == "send"] == [("send", "fail")]

@@ -26,9 +26,12 @@ from txnchaos.cluster.coordinator.transactions import TransactionMetadata, TxnSt
 from txnchaos.cluster.coordinator.transactions.metadata import MAX_EPOCH, TWO_PC_TIMEOUT_MS
 from txnchaos.cluster.metrics import TransactionOpenTimeGauge
 from txnchaos.harness.clients import PreparedTxnState, Producer, ProducerConfig, StateError
+from txnchaos.harness.clients.errors import INVALID_TXN_STATE, UnsupportedError
 from txnchaos.harness.clients.txn_state import TxnState as ClientTxnState
 
 S = TxnState
+UNSUPPORTED_VERSION = 35
+LAST = MAX_EPOCH - 1  # the last epoch a client may hold
 TXN_ID_AUTH_FAILED = 53
 
 
@@ -172,6 +175,26 @@ async def test_keep_prepared_then_old_protocol_end(tmp_path: Path) -> None:
 
 
 @async_test
+async def test_keep_prepared_at_transaction_version_0_is_unsupported(tmp_path: Path) -> None:
+    """The kept transaction's NextProducerId/Epoch need a version-1 state record, which
+    finalized level 0 does not write: refused as Kafka refuses a TV2 client's state there
+    (UNSUPPORTED_VERSION), nothing changed."""
+    for level, want in ((0, UNSUPPORTED_VERSION), (1, NONE)):
+        h = Harness(
+            tmp_path / str(level),
+            two_phase_commit_enable=True,
+            transaction_version=lambda level=level: level,  # type: ignore[misc]
+        ).start()
+        _, pid, epoch, _, _ = await init6(h)
+        assert await h.add(pid, epoch, {"t1": [0]}) == {("t1", 0): NONE}
+        assert (await init6(h, keep=True))[0] == want
+        md = h.coordinator.metadata("tx")
+        assert md is not None and md.state == S.ONGOING
+        assert md.client_ids == ((pid, epoch) if level == 0 else (pid, epoch + 1))
+        h.crash()
+
+
+@async_test
 async def test_keep_prepared_with_nothing_open_is_an_ordinary_init(tmp_path: Path) -> None:
     h = two_pc_harness(tmp_path)
     _, pid, epoch, _, _ = await init6(h)
@@ -229,6 +252,32 @@ async def test_kept_end_on_another_producer_id_is_recognised_when_retried(tmp_pa
     await h.flush()
     assert marker_identities(h.transport)[-1] == (pid, epoch + 1, True, 2)
     assert await h.end2(4242, 1, commit=True) == (NONE, 4242, 2)
+
+
+@async_test
+async def test_kept_end_that_overflows_is_recognised_when_retried(tmp_path: Path) -> None:
+    """KIP-939's walk-through: an instance on another producer id (73) at the last epoch
+    commits a kept transaction (of 42); CompleteCommit moves onto a new producer id with
+    PrevProducerId 73, so the instance's retry (its answer lost) gets the same answer
+    (was INVALID_PRODUCER_ID_MAPPING: the transaction's producer id was kept instead)."""
+    for other in (False, True):
+        h = two_pc_harness(tmp_path / str(other))
+        pid, _ = await prepared_tv2(h)
+        md = h.coordinator.metadata("tx")
+        assert md is not None
+        instance = 4242 if other else pid
+        md.apply(md.snapshot()._replace(next_producer_id=instance, next_producer_epoch=LAST - 1))
+        md.apply(md.prepare_keep_prepared(None, TWO_PC_TIMEOUT_MS, 1, two_phase_commit=True))
+        assert md.client_ids == (instance, LAST)
+        err, new_pid, new_epoch = await h.end2(instance, LAST, commit=True)
+        assert err == NONE and new_pid not in (pid, instance) and new_epoch == 0
+        await h.flush()
+        assert h.state("tx") == "CompleteCommit"
+        assert await h.end2(instance, LAST, commit=True) == (NONE, new_pid, 0)
+        h = h.restart()  # the answer survives a restart too
+        assert await h.end2(instance, LAST, commit=True) == (NONE, new_pid, 0)
+        h.assert_log_matches_memory()
+        h.crash()
 
 
 @async_test
@@ -300,8 +349,9 @@ async def test_producer_refuses_two_phase_calls_out_of_turn() -> None:
     plain = Producer(ProducerConfig("127.0.0.1:1", transactional_id="t"))
     with pytest.raises(StateError, match="enable_two_phase_commit"):
         await plain.prepare_transaction()
-    with pytest.raises(StateError, match="not prepared"):
+    with pytest.raises(StateError, match="needs a prepared transaction") as refused:
         await plain.complete_transaction(PreparedTxnState(1, 2))
+    assert refused.value.code == INVALID_TXN_STATE  # KIP-939: nothing prepared
     # In the prepared state only commit, abort or complete may follow.
     p = Producer(ProducerConfig("127.0.0.1:1", transactional_id="t", enable_two_phase_commit=True))
     p.sm.state = ClientTxnState.PREPARED
@@ -309,6 +359,29 @@ async def test_producer_refuses_two_phase_calls_out_of_turn() -> None:
         p.send("topic", 0, b"v")
     with pytest.raises(ValueError, match="needs a transactional_id"):
         ProducerConfig("127.0.0.1:1", enable_two_phase_commit=True)
+
+
+@async_test
+async def test_producer_refuses_two_phase_below_transaction_version_2() -> None:
+    """KIP-939's prepared state {producer id, epoch} names one transaction only under TV2
+    (an epoch per transaction): below it prepare and complete are refused, and the
+    transaction can still be committed or aborted."""
+    p = Producer(ProducerConfig("127.0.0.1:1", transactional_id="t", enable_two_phase_commit=True))
+    for tv in (0, 1):
+        p.sm.state = ClientTxnState.READY
+        p.sm.new_transaction(tv)
+        with pytest.raises(UnsupportedError, match=r"needs transaction\.version 2"):
+            await p.prepare_transaction()
+        assert p.sm.state is ClientTxnState.IN_TRANSACTION  # nothing changed
+        p.sm.state = ClientTxnState.INITIALIZING  # a keep-prepared init kept one open
+        p.sm.recovered_transaction(tv, open_on_coordinator=True)
+        p._prepared = PreparedTxnState(5, 0)
+        with pytest.raises(UnsupportedError, match=r"needs transaction\.version 2"):
+            await p.complete_transaction(PreparedTxnState(5, 0))
+        assert p.sm.state is ClientTxnState.PREPARED
+
+
+def test_producer_config_of_two_phase() -> None:
     # KIP-939: "it would be an error to set transaction.timeout.ms" with 2PC
     with pytest.raises(ValueError, match="cannot be set with enable_two_phase_commit"):
         ProducerConfig(

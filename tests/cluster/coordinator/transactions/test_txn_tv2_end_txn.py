@@ -26,6 +26,7 @@ from txnchaos.cluster.coordinator.transactions.store import log_path
 from txnchaos.cluster.storage.state_log import scan
 
 S = TxnState
+UNSUPPORTED_VERSION = 35
 LAST = MAX_EPOCH - 1  # the last epoch a client may hold (32766)
 
 
@@ -254,9 +255,14 @@ async def test_log_value_version_follows_the_cluster_level(tmp_path: Path) -> No
         values = persisted_values(h)
         assert {v.get("v", 0) for v in values} == {version}, (level, values)
         assert all(("tv" in v) == (version == 1) for v in values)
-        # A TV2 client's records always carry their fields, whatever the level.
-        assert (await h.end2(pid, e0, False))[0] == NONE
-        assert persisted_values(h)[-1]["v"] == 1
+        # A TV2 client's records carry their fields; level 0 cannot (Kafka refuses them)
+        written = len(persisted_values(h))
+        if level == 0:
+            assert (await h.end2(pid, e0, False))[0] == UNSUPPORTED_VERSION
+            assert len(persisted_values(h)) == written
+        else:
+            assert (await h.end2(pid, e0, False))[0] == NONE
+            assert persisted_values(h)[-1]["v"] == 1
         h = h.restart()
         h.assert_log_matches_memory()
         h.crash()
@@ -331,3 +337,49 @@ async def test_an_end_without_a_bump_is_never_taken_for_a_retry(tmp_path: Path) 
     await h.flush()
     assert await h.end2(pid, e0, True) == (PRODUCER_FENCED, -1, -1)
     assert await h.end2(pid, e0, False) == (PRODUCER_FENCED, -1, -1)
+
+
+async def implicit_add(h: Harness, pid: int, epoch: int, partition: int = 0) -> int:
+    """A broker's AddPartitionsToTxn v5 for a TV2 producer (Produce v12): add, not verify."""
+    resp = await h.call(
+        24,
+        5,
+        {
+            "transactions": [
+                {
+                    "transactional_id": "tx",
+                    "producer_id": pid,
+                    "producer_epoch": epoch,
+                    "verify_only": False,
+                    "topics": [{"name": "t1", "partitions": [partition]}],
+                }
+            ]
+        },
+    )
+    (txn,) = resp.results_by_transaction
+    return int(txn.topic_results[0].results_by_partition[0].partition_error_code)
+
+
+@async_test
+async def test_tv2_requests_at_level_0_are_refused_and_change_nothing(tmp_path: Path) -> None:
+    """Kafka at transaction.version 0 answers a TV2 add (Produce v12, TxnOffsetCommit
+    v5) and EndTxn v5 with UNSUPPORTED_VERSION; from level 1 on it serves them. Here the
+    id stays usable by a TV0 client afterwards (Kafka 4.4.0 leaves it pending)."""
+    for level, want in ((0, UNSUPPORTED_VERSION), (1, NONE), (2, NONE)):
+        h = Harness(tmp_path / str(level), transaction_version=fixed_level(level)).start()
+        _, pid, e0 = await h.init()
+        assert await implicit_add(h, pid, e0) == want, level
+        if level == 0:
+            assert h.state() == "Empty" and len(persisted_values(h)) == 1
+            await begin(h, pid, e0)  # a TV0 client's AddPartitionsToTxn v3
+            assert (await h.end2(pid, e0, True))[0] == UNSUPPORTED_VERSION
+            assert h.state() == "Ongoing"
+            assert await h.end(pid, e0, True) == NONE  # EndTxn v3 still ends it
+            await h.flush()
+            assert h.state() == "CompleteCommit"
+            assert {v.get("v", 0) for v in persisted_values(h)} == {0}
+        else:
+            md = h.coordinator.metadata("tx")
+            assert md is not None and md.client_transaction_version == 2
+            assert await h.end2(pid, e0, True) == (NONE, pid, e0 + 1)
+        h.crash()

@@ -1,0 +1,145 @@
+"""The verdict's ``findings``, shared by both engines: what the run found besides the checkers'
+anomalies.  One kind so far, ``client_crash``: a workload client process that died from a signal
+or a library assertion (``client-crashes/*.json``, written by the workload as it happened), with
+the faults active at that moment and in the half minute before (from the nemesis log), and the
+command that repeats the run.  A client crash is a bug in a client library, not in the cluster:
+it leaves the cluster's verdict alone and makes the run's exit code 1 (verdict.py)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from ..harness.history.client_crashes import read_crashes
+from ..harness.nemesis.outcome_log import read_outcomes
+
+CLIENT_CRASH = "client_crash"
+#: how far before a crash a healed fault is still listed (``faults_before``): a lost response
+#: surfaces when its request times out, up to a transaction timeout later
+BEFORE_S = 30.0
+SCENARIO_FILE = "scenario.yaml"
+
+
+def _target(action: dict[str, Any]) -> str | None:
+    rule = action.get("rule") or {}
+    if rule.get("link"):
+        link = rule["link"]
+        return ", ".join(link) if isinstance(link, list) else str(link)
+    if action.get("node") is not None:
+        return f"node {action['node']}"
+    return action.get("client")
+
+
+def _spans(
+    schedule: list[dict[str, Any]], lines: list[dict[str, Any]] | None
+) -> list[dict[str, Any]]:
+    """Each applied action: its kind, target and when it was applied and healed (epoch s)."""
+    spans: dict[int, dict[str, Any]] = {}
+    for line in lines or []:
+        i = line["action"]
+        if line["step"] == "apply" and not line.get("error"):
+            action = schedule[i] if 0 <= i < len(schedule) else {}
+            instant = not action.get("duration")  # a crash, a restart: no heal step
+            spans[i] = {
+                "action": i,
+                "kind": line.get("kind"),
+                "target": _target(action),
+                "applied": float(line["end"]),
+                "healed": float(line["end"]) if instant else None,
+            }
+        elif line["step"] in ("heal", "heal_retry") and not line.get("error") and i in spans:
+            spans[i]["healed"] = float(line["end"])
+    return sorted(spans.values(), key=lambda s: (s["applied"], s["action"]))
+
+
+def _shown(span: dict[str, Any], origin_s: float | None) -> dict[str, Any]:
+    def rel(t: float | None) -> float | None:
+        return None if t is None or origin_s is None else round(t - origin_s, 3)
+
+    return {
+        "action": span["action"],
+        "kind": span["kind"],
+        "target": span["target"],
+        "applied_at_s": rel(span["applied"]),
+        "healed_at_s": rel(span["healed"]),
+    }
+
+
+def client_crash_finding(
+    record: dict[str, Any],
+    spans: list[dict[str, Any]],
+    origin_ns: int | None,
+    repeat: str | None,
+) -> dict[str, Any]:
+    """One crash record as a finding, with the faults around it."""
+    t = (record.get("time_ns") or 0) / 1e9
+    origin_s = origin_ns / 1e9 if origin_ns else None
+    active = [s for s in spans if s["applied"] <= t and (s["healed"] is None or s["healed"] >= t)]
+    before = [s for s in spans if s["healed"] is not None and t - BEFORE_S <= s["healed"] < t]
+    return {
+        "kind": CLIENT_CRASH,
+        "process": record["process"],
+        "user_kind": record.get("kind"),
+        "time_ns": record.get("time_ns"),
+        "at_s": round(t - origin_s, 3) if origin_s is not None and t else None,
+        "library": record.get("library"),
+        "library_version": record.get("library_version"),
+        "binding_version": record.get("binding_version"),
+        "signal": record.get("signal"),
+        "exit_code": record.get("exit_code"),
+        "message": record.get("message"),
+        "in_flight": record.get("in_flight") or [],
+        "faults_active": [_shown(s, origin_s) for s in active],
+        "faults_before": [_shown(s, origin_s) for s in before],
+        "restarted_as": record.get("restarted_as"),
+        "log": record.get("log"),
+        "log_tail": record.get("log_tail") or [],
+        "repeat": repeat,
+    }
+
+
+def read_findings(
+    run_dir: str | os.PathLike[str], schedule: list[dict[str, Any]], info: dict[str, Any]
+) -> tuple[list[dict[str, Any]], str | None]:
+    """The run's findings, and a note naming what could not be read."""
+    crashes, note = read_crashes(run_dir)
+    if not crashes:
+        return [], note
+    lines, _ = read_outcomes(run_dir)
+    spans = _spans(schedule, lines)
+    origin = info.get("workload_started_ns") or info.get("started_ns")
+    scenario = Path(run_dir) / SCENARIO_FILE
+    repeat = f"txnchaos run {scenario}" if scenario.is_file() else None
+    return [client_crash_finding(r, spans, origin, repeat) for r in crashes], note
+
+
+def finding_line(f: dict[str, Any]) -> str:
+    """A finding in one line (the verdict's summary, nightly, JUnit)."""
+    if f.get("kind") != CLIENT_CRASH:
+        return f"{f.get('kind')}: {f}"
+    lib = " ".join(str(x) for x in (f.get("library"), f.get("library_version")) if x)
+    at = f" at +{f['at_s']:.1f} s" if isinstance(f.get("at_s"), int | float) else ""
+    flight = ", ".join(
+        f"{o.get('type')}" + (f" txn {o['txn']}" if o.get("txn") is not None else "")
+        for o in (f.get("in_flight") or [])[-3:]
+    )
+    active = ", ".join(_fault_words(x) for x in f.get("faults_active") or []) or "none"
+    before = ", ".join(_fault_words(x) for x in f.get("faults_before") or []) or "none"
+    return (
+        f"client crash: {f['process']} ({f.get('user_kind')}, {lib}){at}: "
+        f"{f.get('signal') or 'exit ' + str(f.get('exit_code'))}: {f.get('message')}; "
+        f"in flight: {flight or 'nothing'}; faults active: {active}; "
+        f"healed in the {BEFORE_S:g} s before: {before}"
+    )
+
+
+def _fault_words(x: dict[str, Any]) -> str:
+    target = f" on {x['target']}" if x.get("target") else ""
+    when = x.get("applied_at_s")
+    span = ""
+    if isinstance(when, int | float):
+        healed = x.get("healed_at_s")
+        end = f"{healed:.1f}" if isinstance(healed, int | float) else "end"
+        span = f" (+{when:.1f}..{end} s)"
+    return f"{x.get('kind')}{target}{span}"

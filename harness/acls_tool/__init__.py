@@ -1,0 +1,1 @@
+"""``txnchaos acls``: Kafka's kafka-acls.sh over CreateAcls / DescribeAcls / DeleteAcls."""
