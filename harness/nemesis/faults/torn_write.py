@@ -32,8 +32,20 @@ class TornWriteFault(LastingProcessFault):
         assert fault.node is not None
         started = time.time()
         context.handle.kill(fault.node)
-        torn = context.handle.tear(fault.node)
-        what = "; ".join(torn) if torn else "nothing to tear"
+        what = summary(context.handle.tear(fault.node))
         context.activate(
             index, fault, started, fault.node, f"node {fault.node} {self.done}: {what}"
         )
+
+
+def summary(torn: list[str]) -> str:
+    """What :func:`~txnchaos.harness.faults.torn_tail.tear_node` did, counted by kind."""
+    if not torn:
+        return "nothing to tear"
+    kinds = {
+        "batches": sum(" torn " in t for t in torn),
+        "index entries": sum("half an entry" in t for t in torn),
+        "snapshots": sum(t.endswith(" emptied") for t in torn),
+        "state-log frames": sum(t.endswith("cut short") for t in torn),
+    }
+    return ", ".join(f"{n} {k}" for k, n in kinds.items() if n)

@@ -18,6 +18,7 @@ from txnchaos.harness.faults.torn_tail import (
     tear_partition,
     torn_batch,
 )
+from txnchaos.harness.nemesis.faults.torn_write import summary
 
 TOPIC_ID = uuid.UUID(int=37)
 CFG = LogConfig(segment_bytes=600, index_interval_bytes=100)
@@ -120,3 +121,11 @@ def test_tear_node_tears_partitions_and_state_logs(tmp_path: Path) -> None:
     assert again.load() == {b"txn-a": b"ongoing", b"txn-b": b"complete"}
     assert again.size == size  # the torn frame was cut off
     again.close()
+
+
+def test_the_fault_log_counts_what_was_torn(tmp_path: Path) -> None:
+    node = tmp_path / "node"
+    fill(node / "partitions" / "t-0").close()
+    fill(node / "partitions" / "t-1").close()
+    assert summary(tear_node(node)) == "2 batches, 2 index entries, 2 snapshots"
+    assert summary([]) == "nothing to tear"
