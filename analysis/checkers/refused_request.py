@@ -18,7 +18,8 @@ from .protocol import Reads
 
 NAME = "refused_request"
 KINDS: tuple[str, ...] = ("refused_request_accepted", "refused_write_visible")
-READS: frozenset[Reads] = frozenset()
+#: it matches probes to reads by record value (in the raw history: probes are few)
+READS: frozenset[Reads] = frozenset({Reads.VALUES})
 
 
 def _probe() -> Column:
