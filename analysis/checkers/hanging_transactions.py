@@ -7,7 +7,9 @@ the coordinator lists partitions). (d) lso_stall: over the run (harness LSO/high
 samples), a partition's LSO stood still while its high watermark moved, and stayed below the
 high watermark for longer than the producers' transaction.timeout.ms plus the abort-cleanup
 interval (10 s) plus 5 s of sampling slack (the stall is timed from the first sample where the
-high watermark is above the LSO: an idle partition is not stalled). Counts: (a) partitions,
+high watermark is above the LSO: an idle partition is not stalled), not counting the time a
+node was killed, paused or restarting (a transaction whose coordinator or partition leader is
+down cannot end). Counts: (a) partitions,
 (b) producer ids, (c) open partition transactions, (d) stall episodes. (a)-(c) need
 final_state.json; (d) needs harness samples."""
 
@@ -20,6 +22,7 @@ from pyspark.sql import functions as F
 
 from ...harness.history.final_state import CoordinatorTransaction, OpenTransaction
 from ...harness.history.schema import MetricName
+from ..reference.hanging import node_down_ns
 from .base import CheckOutput, definition, row
 from .context import CheckContext
 from .protocol import Reads
@@ -170,6 +173,9 @@ def _stalls(ctx: CheckContext, out: CheckOutput) -> bool:
         & ((F.col("end_ns") - F.col("behind_ns")) > F.lit(allowed_ms * 1_000_000))
     ).collect()
     for r in stalls:
+        down = node_down_ns(ctx.data.faults, r["behind_ns"], r["end_ns"])
+        if r["end_ns"] - r["behind_ns"] - down <= allowed_ms * 1_000_000:
+            continue
         faults = [
             f
             for f in ctx.data.faults
@@ -187,6 +193,7 @@ def _stalls(ctx: CheckContext, out: CheckOutput) -> bool:
                     "high_watermark": [r["hw_start"], r["hw_end"]],
                     "stalled_ms": (r["end_ns"] - r["behind_ns"]) // 1_000_000,
                     "allowed_ms": allowed_ms,
+                    "nodes_down_ms": down // 1_000_000,
                     "from_ns": r["behind_ns"],
                     "to_ns": r["end_ns"],
                     "overlapping_faults": faults,
