@@ -226,6 +226,11 @@ class ProducerClient(RecordingProducer):
             eos = json.loads(raw).get("eos") or {}
         except ValueError:
             return
+        except SystemError:
+            # served while the call that served it has a KafkaException set (see
+            # run_client_call): skip this snapshot; raising would leave the binding a crashed
+            # callback that it raises again, in place of the call's own error
+            return
         pid = eos.get("producer_id")
         with self._stats_lock:
             self._stats = _Stats(
