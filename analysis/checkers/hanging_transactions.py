@@ -7,7 +7,9 @@ the coordinator lists partitions). (d) lso_stall: over the run (harness LSO/high
 samples), a partition's LSO stood still while its high watermark moved, and stayed below the
 high watermark for longer than the producers' transaction.timeout.ms plus the abort-cleanup
 interval (10 s) plus 5 s of sampling slack (the stall is timed from the first sample where the
-high watermark is above the LSO: an idle partition is not stalled); when a node-to-node request
+high watermark is above the LSO: an idle partition is not stalled), not counting the time a
+node was killed, paused or restarting (a transaction whose coordinator or partition leader is
+down cannot end); when a node-to-node request
 or response was lost on a live connection (a drop or blackhole on an nA->nB link) from that
 allowance before the stall to its end, plus the time the cluster's nodes take to notice and
 retry it (run.json's cluster.lost_request_recovery_ms: Apache Kafka's request.timeout.ms,
@@ -24,7 +26,7 @@ from pyspark.sql import functions as F
 
 from ...harness.history.final_state import CoordinatorTransaction, OpenTransaction
 from ...harness.history.schema import MetricName
-from ..reference.hanging import lost_request_recovery_ms, stall_allowance_ms
+from ..reference.hanging import lost_request_recovery_ms, node_down_ns, stall_allowance_ms
 from .base import CheckOutput, definition, row
 from .context import CheckContext
 from .protocol import Reads
@@ -179,7 +181,8 @@ def _stalls(ctx: CheckContext, out: CheckOutput) -> bool:
         allowed_ms = stall_allowance_ms(
             base_ms, ctx.data.faults, r["behind_ns"], r["end_ns"], recovery_ms
         )
-        if r["end_ns"] - r["behind_ns"] <= allowed_ms * 1_000_000:
+        down = node_down_ns(ctx.data.faults, r["behind_ns"], r["end_ns"])
+        if r["end_ns"] - r["behind_ns"] - down <= allowed_ms * 1_000_000:
             continue
         faults = [
             f
@@ -198,6 +201,7 @@ def _stalls(ctx: CheckContext, out: CheckOutput) -> bool:
                     "high_watermark": [r["hw_start"], r["hw_end"]],
                     "stalled_ms": (r["end_ns"] - r["behind_ns"]) // 1_000_000,
                     "allowed_ms": allowed_ms,
+                    "nodes_down_ms": down // 1_000_000,
                     "from_ns": r["behind_ns"],
                     "to_ns": r["end_ns"],
                     "overlapping_faults": faults,

@@ -23,6 +23,7 @@ from . import (
     metrics,
     ordering,
     precommitted_read,
+    refused_request,
     torn_transaction,
 )
 from .protocol import BY_STREAM, BY_VALUE, Checker
@@ -40,6 +41,7 @@ CHECKERS: tuple[Checker, ...] = (
     indeterminate_commit,
     fenced_commit,
     committed_offsets,
+    refused_request,
     hanging_transactions,
     dual_write,
     metrics,

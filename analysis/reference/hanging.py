@@ -172,13 +172,35 @@ def _mismatch(fs: FinalState, opens: list[OpenTransaction]) -> list[dict[str, An
     ]
 
 
+#: node faults during which a node serves nothing (its transactions cannot complete)
+NODE_DOWN_KINDS = frozenset({"kill", "pause", "restart"})
+
+
+def node_down_ns(faults: Sequence[dict[str, Any]], start: int, end: int) -> int:
+    """How long within [start, end] some node was down (killed, paused or restarting: the
+    union of those fault windows). A transaction whose coordinator or partition leader is
+    down cannot be completed or aborted, so that time does not count towards a stall."""
+    spans = sorted(
+        (max(f["start_ns"], start), min(f["end_ns"] or end, end))
+        for f in faults
+        if f.get("kind") in NODE_DOWN_KINDS and str(f.get("target") or "").startswith("node")
+    )
+    total, reach = 0, start
+    for lo, hi in spans:
+        lo = max(lo, reach)
+        if hi > lo:
+            total += hi - lo
+            reach = hi
+    return total
+
+
 def _lso_stalls(facts: RunFacts, metrics: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """(d) In the harness samples (max over nodes per time), a partition's LSO stood still over a
     run of samples while its high watermark rose, and stayed below the high watermark for longer
     than transaction.timeout.ms + the abort-cleanup interval + sampling slack (+ the cluster's
     lost-request recovery when a node-to-node request was lost: :func:`stall_allowance_ms`),
     timed from the run's first sample with the high watermark above the LSO (an idle partition
-    is not stalled)."""
+    is not stalled), not counting the time some node was down (:func:`node_down_ns`)."""
     lso_n, hw_n = MetricName.HARNESS_LSO.value, MetricName.HARNESS_HIGH_WATERMARK.value
     at: dict[tuple[Any, Any], dict[int, dict[str, float]]] = defaultdict(dict)
     for m in metrics:
@@ -202,7 +224,8 @@ def _lso_stalls(facts: RunFacts, metrics: Sequence[dict[str, Any]]) -> list[dict
             if start is None or not (hw_end > hw_start and hw_end > lso):
                 continue
             allowed_ms = stall_allowance_ms(base_ms, facts.faults, start, end, recovery_ms)
-            if end - start <= allowed_ms * 1_000_000:
+            down = node_down_ns(facts.faults, start, end)
+            if end - start - down <= allowed_ms * 1_000_000:
                 continue
             faults = [
                 f for f in facts.faults if f["start_ns"] <= end and (f["end_ns"] or end) >= start
@@ -214,6 +237,7 @@ def _lso_stalls(facts: RunFacts, metrics: Sequence[dict[str, Any]]) -> list[dict
                 "high_watermark": [hw_start, hw_end],
                 "stalled_ms": (end - start) // 1_000_000,
                 "allowed_ms": allowed_ms,
+                "nodes_down_ms": down // 1_000_000,
                 "from_ns": start,
                 "to_ns": end,
                 "overlapping_faults": faults,

@@ -20,6 +20,7 @@ from .hanging import RunFacts, hanging_transactions
 from .history import Op, read_history
 from .indexes import Indexes
 from .metrics import metrics
+from .probes import refused_request
 from .rows import Judged
 
 #: the history checkers, in the pipeline's order
@@ -78,6 +79,7 @@ def judge_indexes(ix: Indexes, facts: RunFacts) -> dict[str, Judged]:
     """Per checker, in the order verdicts list them: its anomaly rows, notes and definition."""
     out = [*(check(ix) for check in HISTORY_CHECKERS), fenced_commit(ix.ops)]
     out.append(committed_offsets(ix.ops, facts.final_state))
+    out.append(refused_request(ix.ops))
     out.append(hanging_transactions(facts))
     out.append(dual_write(ix.ops, facts.dual_write_db, facts.final_state))
     out.append(metrics(ix, facts))

@@ -33,6 +33,7 @@ ALL_CHECKERS = {
     "indeterminate_commit",
     "fenced_commit",
     "committed_offsets",
+    "refused_request",
     "hanging_transactions",
     "metrics",
     "dual_write",

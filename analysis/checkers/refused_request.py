@@ -1,0 +1,109 @@
+"""Refused request: a request that a correct cluster must refuse, sent on purpose by a hostile
+client (a PROBE op: a sequence gap, a non-transactional batch inside the producer's open
+transaction, an older or skipped epoch, a commit after an abort, offsets from a producer whose
+transaction never added the group, a fenced instance's write or commit), was accepted (answered
+without error), or its record was returned by a read (whatever the answer said: one lost on
+its way back hides nothing). Which refusal came back is not judged, only that one did.
+Count: probes."""
+
+from __future__ import annotations
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+
+from ...harness.history.schema import EventType, Outcome
+from .base import CheckOutput, anomalies, definition
+from .context import CheckContext
+from .protocol import Reads
+
+NAME = "refused_request"
+KINDS: tuple[str, ...] = ("refused_request_accepted", "refused_write_visible")
+#: it matches probes to reads by record value (in the raw history: probes are few)
+READS: frozenset[Reads] = frozenset({Reads.VALUES})
+
+
+def _probe() -> Column:
+    return F.struct(
+        F.col("process"),
+        F.col("op_id"),
+        F.col("key").alias("kind"),
+        F.col("source").alias("expected"),
+        F.col("outcome"),
+        F.col("error"),
+        F.col("transactional_id"),
+        F.col("producer_id"),
+        F.col("producer_epoch"),
+        F.col("group_id"),
+        F.col("topic"),
+        F.col("partition"),
+        F.col("offset"),
+        F.col("value"),
+        F.col("invoke_ns"),
+        F.col("complete_ns"),
+    )
+
+
+def check(ctx: CheckContext) -> CheckOutput:
+    out = CheckOutput(NAME, definition(__doc__), KINDS)
+    h = ctx.data.history
+    probes = h.filter(F.col("type") == EventType.PROBE.value).select(
+        F.col("complete_ns").alias("p_done"),
+        F.col("outcome").alias("p_outcome"),
+        F.col("value").alias("p_value"),
+        _probe().alias("probe"),
+    )
+    out.checked["probes"] = probes.count()
+    accepted = probes.filter(F.col("p_outcome") == Outcome.OK.value)
+    out.frames.append(
+        anomalies(
+            accepted,
+            NAME,
+            "refused_request_accepted",
+            F.col("p_done"),
+            {"probe": F.col("probe")},
+        )
+    )
+    reads = h.filter(
+        F.col("type").isin(EventType.POLL.value, EventType.FINAL_READ.value)
+        & F.col("value").isNotNull()
+    ).select(
+        F.col("value").alias("p_value"),
+        F.struct(
+            F.col("invoke_ns").alias("t"),
+            F.col("process"),
+            F.col("op_id"),
+            F.col("item"),
+            F.col("type"),
+            F.col("topic"),
+            F.col("partition"),
+            F.col("offset"),
+        ).alias("r"),
+    )
+    seen = (
+        probes.filter(F.col("p_value").isNotNull())
+        .join(F.broadcast(reads.join(probes.select("p_value"), "p_value", "left_semi")), "p_value")
+        .groupBy("p_value", "probe")
+        .agg(F.min("r").alias("first"), F.count(F.lit(1)).alias("n"))
+    )
+    out.frames.append(
+        anomalies(
+            seen,
+            NAME,
+            "refused_write_visible",
+            F.col("first.t"),
+            {
+                "probe": F.col("probe"),
+                "first_read": F.struct(
+                    F.col("first.process"),
+                    F.col("first.op_id"),
+                    F.col("first.type"),
+                    F.col("first.t"),
+                    F.col("first.topic"),
+                    F.col("first.partition"),
+                    F.col("first.offset"),
+                ),
+                "times_read": F.col("n"),
+            },
+        )
+    )
+    return out
