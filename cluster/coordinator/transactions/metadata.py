@@ -499,13 +499,16 @@ class TransactionMetadata:
         never persisted). The bumped epoch is never returned to a client: whoever asked
         (InitProducerId) retries and bumps again, possibly onto a new producer id.
 
-        Under TV2 the abort bumps once more (as every TV2 transaction end does), so a
-        zombie's EndTxn with the epoch it had does not look like a retry of this abort;
-        at the last usable epoch the second bump stays at MAX. ``overflow_bug``
-        (``txnchaos.bug.tv2.fence.epoch.overflow``, KAFKA-19367): it goes past MAX instead,
-        and the transition is refused (:class:`EpochOverflow`), as Apache Kafka 4.0.0's
-        IllegalArgumentException("Illegal new producer epoch") refused it, with the fenced
-        epoch left in place (as 4.0.0 left it): every later fence is refused too.
+        Under TV2 the fence is the abort's own bump (Kafka 4.x: PrepareEpochFence leaves
+        the epoch to the TV2 end, which bumps once): the markers carry epoch + 1 and the
+        fenced epoch is kept as the last epoch, so the fenced producer's
+        InitProducerId(id, epoch) is a recovery answered with epoch + 1 (KIP-360) and
+        its EndTxn(abort) at that epoch reads as a retry of this abort. ``overflow_bug``
+        (``txnchaos.bug.tv2.fence.epoch.overflow``, KAFKA-19367): Apache Kafka 4.0.0 bumped
+        for the fence and again for the TV2 abort, and at the last usable epoch the second
+        bump went past MAX and was refused (IllegalArgumentException("Illegal new producer
+        epoch"), here :class:`EpochOverflow`) with the fenced epoch left in place: every
+        later fence is refused too.
         """
         check_transition(self.state, S.PREPARE_EPOCH_FENCE, self.transactional_id)
         check_transition(S.PREPARE_EPOCH_FENCE, S.PREPARE_ABORT, self.transactional_id)
@@ -539,8 +542,8 @@ class TransactionMetadata:
         return self.snapshot()._replace(
             state=S.PREPARE_ABORT,
             last_producer_id=self.producer_id,
-            producer_epoch=min(fenced + 1, MAX_EPOCH),
-            last_producer_epoch=fenced,
+            producer_epoch=fenced,
+            last_producer_epoch=base,
             txn_last_update_ms=now_ms,
             client_transaction_version=transaction_version,
             next_producer_id=NO_PRODUCER_ID,
