@@ -5,10 +5,14 @@ positive (a defended configuration judged invalid), valid (a defended configurat
 judged valid) or a harness failure. Time to detect: from the workload's start to the
 first flagged operation; wall: the run plus its verdict.
 
-Goals (issue 23): every present bug detected on every seed, no false positive, median
-run-plus-verdict under 60 s on a 2-core machine.
+A configuration runs on the project's cluster or on the Apache Kafka release it names
+(the "cluster" column): a reported bug on the release it affects, and on its fix release.
 
-Run: .venv/bin/python bench/detection.py [--seeds 1,2,3] [--entries a,b] [--out DIR]
+Goals (issue 23): every present bug detected on every seed, no false positive, median
+run-plus-verdict under 60 s on a 2-core machine (issue 36: under 90 s on a release).
+
+Run: .venv/bin/python bench/detection.py [--seeds 1,2,3] [--entries a,b]
+     [--cluster all|txnchaos|apache-kafka] [--kafka-version V] [--out DIR]
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from typing import Any
 from txnchaos.harness.repro.catalogue import load_catalogue
 from txnchaos.harness.repro.command import (
     ReproOptions,
+    chosen,
     derived_scenario,
     matches,
     outcome_of,
@@ -66,6 +71,13 @@ def main() -> None:
     ap.add_argument("--seeds", default="1,2,3", help="comma-separated seeds")
     ap.add_argument("--entries", default=None, help="comma-separated catalogue names")
     ap.add_argument("--out", type=Path, default=None, help="keep the runs here")
+    ap.add_argument(
+        "--cluster",
+        choices=["all", "txnchaos", "apache-kafka"],
+        default="all",
+        help="configurations on the project's cluster, on Apache Kafka releases, or both",
+    )
+    ap.add_argument("--kafka-version", default=None, help="only configurations on release V")
     args = ap.parse_args()
     seeds = [int(s) for s in args.seeds.split(",")]
     entries = load_catalogue()
@@ -74,13 +86,24 @@ def main() -> None:
     out = args.out or Path(tempfile.mkdtemp(prefix="detection-"))
     judge = run_judge(DEFAULT_ENGINE, None, "txnchaos detection")  # one for every run
     rows: list[dict[str, Any]] = []
+    picked = {}
     for name, entry in entries.items():
-        for config_name, config in entry.spec.configurations.items():
+        if args.kafka_version is None and args.cluster != "all":
+            configs = {
+                n: c for n, c in entry.spec.configurations.items() if c.flavour == args.cluster
+            }
+        else:
+            configs = chosen(entry, None, None, args.kafka_version)
+        if configs:
+            picked[name] = configs
+    for name, configs in picked.items():
+        entry = entries[name]
+        for config_name, config in configs.items():
             for seed in seeds:
                 base = out / name / config_name
                 base.mkdir(parents=True, exist_ok=True)
                 scenario_file = base / f"seed{seed}.yaml"
-                write_scenario(derived_scenario(entry, config, seed), scenario_file)
+                write_scenario(derived_scenario(entry, config, seed, config_name), scenario_file)
                 run_dir = base / f"seed{seed}"
                 code, wall = run_one(scenario_file, run_dir, ReproOptions(out=base, judge=judge))
                 verdict, anomalies = outcome_of(run_dir, code)
@@ -88,6 +111,7 @@ def main() -> None:
                 row = {
                     "entry": name,
                     "configuration": config_name,
+                    "cluster": config.cluster_text,
                     "seed": seed,
                     "result": cell(config.expect.verdict, verdict, matched),
                     "found": sorted(anomalies),
@@ -97,10 +121,10 @@ def main() -> None:
                 rows.append(row)
                 print(json.dumps(row), flush=True)
     print()
-    print(f"| entry | configuration | {' | '.join(f'seed {s}' for s in seeds)} |")
-    print(f"|---|---|{'---|' * len(seeds)}")
-    for name, entry in entries.items():
-        for config_name in entry.spec.configurations:
+    print(f"| entry | configuration | cluster | {' | '.join(f'seed {s}' for s in seeds)} |")
+    print(f"|---|---|---|{'---|' * len(seeds)}")
+    for name, configs in picked.items():
+        for config_name, config in configs.items():
             cells = []
             for seed in seeds:
                 r = next(
@@ -110,14 +134,17 @@ def main() -> None:
                 )
                 detect = f", {r['detect_s']}s to detect" if r["detect_s"] is not None else ""
                 cells.append(f"{r['result']} ({r['wall_s']:.0f}s{detect})")
-            print(f"| {name} | {config_name} | {' | '.join(cells)} |")
-    walls = [r["wall_s"] for r in rows]
+            print(f"| {name} | {config_name} | {config.cluster_text} | {' | '.join(cells)} |")
     bad = [r for r in rows if r["result"] in ("missed", "FALSE POSITIVE", "harness failed")]
     print()
-    print(
-        f"{len(rows)} runs: {len(bad)} missed / false positive / failed; median run plus "
-        f"verdict {statistics.median(walls):.0f}s (goal < 60 s); runs kept in {out}"
-    )
+    print(f"{len(rows)} runs: {len(bad)} missed / false positive / failed; runs kept in {out}")
+    for kind, goal in (("txnchaos", 60), ("Apache Kafka", 90)):
+        walls = [r["wall_s"] for r in rows if r["cluster"].startswith(kind)]
+        if walls:
+            print(
+                f"  on {kind}: median run plus verdict {statistics.median(walls):.0f}s "
+                f"(goal < {goal} s on an idle machine)"
+            )
 
 
 if __name__ == "__main__":

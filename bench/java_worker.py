@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from typing import Any
 
 from txnchaos.harness.workload.java_client.process import JavaCallError, JavaProcess
@@ -28,10 +29,13 @@ def run_java(
     records: int,
     record_bytes: int,
     version: str = DEFAULT_VERSION,
+    ready: Callable[[], None] | None = None,
 ) -> int:
     """Commit transactions with a Java producer (kafka-clients ``version``) until ``seconds``
     pass; returns how many. It speaks the cluster's finalized transaction.version (TV2 where
-    finalised, as the Java client chooses)."""
+    finalised, as the Java client chooses). ``ready``, if given, is called once the producer
+    is initialised, before the clock starts (a barrier lets many JVMs start their clocks
+    together)."""
     failed: list[dict[str, Any]] = []
     java = JavaProcess(txn_id, version, None)
     java.on_ack = lambda msg: failed.append(msg) if "error" in msg else None
@@ -48,6 +52,8 @@ def run_java(
         ]
         java.request("producer", *props, timeout_s=120)
         java.request("init", False, timeout_s=120)
+        if ready is not None:
+            ready()
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
             java.request("begin", timeout_s=60)

@@ -194,12 +194,12 @@ def markdown(
 ) -> str:
     cols = [f"{s.stem} s{seed}" for s in scenarios for seed in seeds]
     lines = [
-        "| mutant | category | " + " | ".join(cols) + " |",
-        "|---|---|" + "---|" * len(cols),
+        "| mutant | category | round | " + " | ".join(cols) + " |",
+        "|---|---|---|" + "---|" * len(cols),
     ]
     for m in mutants:
         row = [short(cells.get((m.name, s.stem, seed))) for s in scenarios for seed in seeds]
-        lines.append(f"| {m.name} | {m.category} | " + " | ".join(row) + " |")
+        lines.append(f"| {m.name} | {m.category} | {m.round} | " + " | ".join(row) + " |")
     return "\n".join(lines)
 
 
@@ -209,16 +209,20 @@ def score(mutants: list[Mutant], cells: dict[Any, Cell]) -> dict[str, Any]:
     )
     names = [m.name for m in mutants]
     by_category: dict[str, list[int]] = {}
+    by_round: dict[str, list[int]] = {}
     for m in mutants:
         hit = m.name in detected
         d, n = by_category.get(m.category, [0, 0])
         by_category[m.category] = [d + hit, n + 1]
+        d, n = by_round.get(str(m.round), [0, 0])
+        by_round[str(m.round)] = [d + hit, n + 1]
     base = [c for c in cells.values() if c.mutant == BASELINE]
     return {
         "mutants": len(names),
         "detected": len([n for n in names if n in detected]),
         "missed": [n for n in names if n not in detected],
         "by_category": {k: f"{d}/{n}" for k, (d, n) in by_category.items()},
+        "by_round": {k: f"{d}/{n}" for k, (d, n) in sorted(by_round.items())},
         "baseline_runs": len(base),
         "false_positives": sum(c.result == "FALSE POSITIVE" for c in base),
         "baseline_harness_errors": sum(c.result == "harness error" for c in base),
@@ -234,7 +238,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument(
         "--mutants",
         default="all",
-        help="comma-separated mutant names, all, or none (with --baseline: false positives only)",
+        help="comma-separated mutant names, all, round1 or round2 (one round's set), or none "
+        "(with --baseline: false positives only)",
     )
     ap.add_argument(
         "--scenarios",
@@ -262,7 +267,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.list:
         for m in (CANARY, *MUTANTS):
-            print(f"{m.name:40} {m.category:17} cluster/{m.file}: {m.description}")
+            print(f"{m.name:40} {m.category:17} r{m.round} cluster/{m.file}: {m.description}")
         return 0
     try:
         seeds = [int(s) for s in args.seeds.split(",") if s]
@@ -273,6 +278,8 @@ def main(argv: list[str] | None = None) -> int:
         mutants = list(MUTANTS)
     elif args.mutants == "none":
         mutants = []  # the unmutated baseline only (--baseline N)
+    elif args.mutants in ("round1", "round2"):
+        mutants = [m for m in MUTANTS if m.round == int(args.mutants[-1])]
     else:
         unknown = [n for n in args.mutants.split(",") if n not in BY_NAME]
         if unknown:
@@ -350,6 +357,8 @@ def main(argv: list[str] | None = None) -> int:
         "",
         f"Detected by at least one scenario: {summary['detected']} of {summary['mutants']}",
         "By category: " + ", ".join(f"{k} {v}" for k, v in summary["by_category"].items()),
+        "By round (1: the first set; 2: written before the second round changed the mixes): "
+        + ", ".join(f"round {k} {v}" for k, v in summary["by_round"].items()),
         "Missed: " + (", ".join(summary["missed"]) or "none"),
     ]
     if base_seeds:

@@ -43,7 +43,7 @@ on a 2-core VM, ``--node-cpus 1`` keeps their messages to each other on one core
 leaves the other to the client, which lowers the CPU per transaction of both.
 
 Run: .venv/bin/python bench/transactions.py [--seconds S] [--producers 1,8] [--node-cpus 1]
-     [--client ours|librdkafka [--tv 0|1|2]]
+     [--client ours|librdkafka|java [--tv 0|1|2]]
 """
 
 from __future__ import annotations

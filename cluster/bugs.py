@@ -93,6 +93,18 @@ BUG_SWITCHES: tuple[BugSwitch, ...] = (
         site="cluster/coordinator/transactions/coordinator.py TransactionCoordinator._init",
     ),
     BugSwitch(
+        setting="txnchaos.bug.tv2.fence.epoch.overflow",
+        field="tv2_fence_epoch_overflow",
+        report="KAFKA-19367 (InitProducerId or a timeout under TV2 bumps the epoch twice)",
+        design="KIP-890, Bump Epoch on Each Transaction for New Clients: epoch overflow",
+        symptom="a transaction open at the last usable epoch (32,766) that the coordinator "
+        "must fence (its timeout, or a new producer instance) cannot be aborted: the fence "
+        "and the TV2 abort bump the epoch past Short.MAX_VALUE and the abort fails, every "
+        "time; the transaction stays open and its partitions' LSO behind",
+        site="cluster/coordinator/transactions/metadata.py "
+        "TransactionMetadata.prepare_fence_and_abort",
+    ),
+    BugSwitch(
         setting="txnchaos.bug.unknown.producer.strict",
         field="unknown_producer_strict",
         report="KAFKA-7190 (Kafka <= 2.4: UNKNOWN_PRODUCER_ID after retention removed a "
@@ -119,6 +131,7 @@ class BugSwitches:
     fetch_ignores_aborted_index: bool = False
     two_phase_commit_timeout: bool = False
     init_aborts_prepared_transaction: bool = False
+    tv2_fence_epoch_overflow: bool = False
     unknown_producer_strict: bool = False
 
     @classmethod

@@ -7,7 +7,6 @@ lines are never wrapped (``soft_wrap``) and tables get :data:`WIDTH` columns.
 
 from __future__ import annotations
 
-import os
 import sys
 from typing import IO, Any
 
@@ -24,7 +23,7 @@ def make_console(file: IO[str] | None = None, **kwargs: Any) -> Console:
         terminal = stream.isatty()
     except (AttributeError, ValueError):
         terminal = False
-    if not terminal and "width" not in kwargs and "COLUMNS" not in os.environ:
+    if not terminal and "width" not in kwargs:  # COLUMNS too is a terminal's width, not a log's
         kwargs.setdefault("width", WIDTH)
         kwargs.setdefault("soft_wrap", True)
     return Console(file=file, **kwargs)

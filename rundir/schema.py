@@ -93,6 +93,12 @@ class EventType(enum.StrEnum):
     #: The final phase's read_committed read of every partition from the start, after faults
     #: are healed and the cluster is quiescent. Items: the records returned, in order.
     FINAL_READ = "final_read"
+    #: A request a correct cluster must refuse, sent on purpose by a hostile client
+    #: (``harness/workload/probes.py``): ``outcome`` ok = the cluster accepted it, fail =
+    #: refused (``error`` names the code), info = no answer; ``producer_id``/``producer_epoch``
+    #: what it carried. One item: ``key`` = the probe kind, ``source`` = the error Apache
+    #: Kafka answers, and, for a write, topic, partition and the ``value`` no read may return.
+    PROBE = "probe"
 
 
 #: Rewind points: after one of these a consumer may legitimately see offsets again.

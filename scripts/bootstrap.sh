@@ -136,6 +136,17 @@ else
     log "java: $(java -version 2>&1 | head -n 1)"
 fi
 
+# ---------------------------------------------------------------- maven (Apache Kafka's releases)
+# `--launcher kafka` and its tests fetch Apache Kafka's release jars from Maven Central with
+# mvn (harness/maven.py), once per release into ~/.cache/txnchaos.
+if command -v mvn >/dev/null 2>&1; then
+    log "maven: $(mvn -v 2>/dev/null | head -n 1 | sed 's/\x1b\[[0-9;]*m//g')"
+else
+    apt_install maven
+    command -v mvn >/dev/null 2>&1 || die "mvn still missing after installing maven"
+    log "maven: $(mvn -v 2>/dev/null | head -n 1 | sed 's/\x1b\[[0-9;]*m//g')"
+fi
+
 # ---------------------------------------------------------------- the Java client program
 # The java_* workload kinds run the official Java client through a small program
 # (harness/workload/java_client/src), compiled with javac against kafka-clients fetched from
@@ -172,6 +183,8 @@ fi
 need=()
 command -v dockerd >/dev/null 2>&1 || need+=(docker.io)
 command -v debootstrap >/dev/null 2>&1 || need+=(debootstrap)
+# jlink makes the Apache Kafka node image's Java runtime (harness/launch/kafka/image.py)
+command -v jlink >/dev/null 2>&1 || need+=(openjdk-17-jdk-headless)
 if [ "${#need[@]}" -gt 0 ]; then
     # docker.io pulls in containerd, runc, iptables; debootstrap builds the local base image.
     apt_install "${need[@]}"

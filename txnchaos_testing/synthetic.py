@@ -702,6 +702,48 @@ class Synth:
         self.op_ids[process] += 1
         return tid
 
+    def _probe(self, outcome: str, at_ns: int, value: str | None) -> dict[str, Any]:
+        """A hostile client's probe (a sequence gap in its transaction) answered ``outcome``."""
+        process = "x-hostile"
+        item: dict[str, Any] = {"key": "sequence_gap", "source": "OUT_OF_ORDER_SEQUENCE_NUMBER"}
+        if value is not None:
+            item.update({"topic": "x-probes", "partition": 0, "value": value})
+        op = {
+            "process": process,
+            "op_id": self.op_ids[process],
+            "type": EventType.PROBE.value,
+            "outcome": outcome,
+            "invoke_ns": at_ns - MS,
+            "complete_ns": at_ns,
+            "items": [item],
+            "transactional_id": "x-hostile",
+            "producer_id": 9_999,
+            "producer_epoch": 3,
+            "txn": 0,
+        }
+        if outcome != "ok":
+            op["error"] = "OUT_OF_ORDER_SEQUENCE_NUMBER (45)"
+        self.ops.append(op)
+        self.op_ids[process] += 1
+        return op
+
+    def inject_refused_request_accepted(self) -> str:
+        """A hostile client's probe (no record: an EndTxn) that the cluster answered ok."""
+        w, j = self.committed_txns()[0]
+        self._probe("ok", self.txns[(w, j)]["commit_op"]["complete_ns"] + MS, None)
+        return "x-hostile"
+
+    def inject_refused_write_visible(self) -> str:
+        """A hostile client's refused probe whose record two readers saw anyway."""
+        w, j = self.committed_txns()[-1]
+        at = self.txns[(w, j)]["commit_op"]["complete_ns"]
+        value = f"x-hostile|probe|sequence_gap|{self.op_ids['x-hostile']}"
+        self._probe("fail", at, value)
+        item = {"topic": "x-probes", "partition": 0, "offset": 0, "value": value}
+        self._new_read("x-probe-reader-b", [dict(item)], at + 4 * MS)
+        self._new_read("x-probe-reader-a", [dict(item)], at + 2 * MS)
+        return value
+
     def inject_committed_offset_lost(self) -> str:
         """The cluster ends with a copier group's offset one below what its last committed
         transaction sent (a committed offset lost)."""

@@ -7,9 +7,15 @@ the coordinator lists partitions). (d) lso_stall: over the run (harness LSO/high
 samples), a partition's LSO stood still while its high watermark moved, and stayed below the
 high watermark for longer than the producers' transaction.timeout.ms plus the abort-cleanup
 interval (10 s) plus 5 s of sampling slack (the stall is timed from the first sample where the
-high watermark is above the LSO: an idle partition is not stalled). Counts: (a) partitions,
-(b) producer ids, (c) open partition transactions, (d) stall episodes. (a)-(c) need
-final_state.json; (d) needs harness samples."""
+high watermark is above the LSO: an idle partition is not stalled), not counting the time a
+node was killed, paused or restarting (a transaction whose coordinator or partition leader is
+down cannot end); when a node-to-node request
+or response was lost on a live connection (a drop or blackhole on an nA->nB link) from that
+allowance before the stall to its end, plus the time the cluster's nodes take to notice and
+retry it (run.json's cluster.lost_request_recovery_ms: Apache Kafka's request.timeout.ms,
+30 s by default; none for the project's nodes, which probe a silent request within seconds).
+Counts: (a) partitions, (b) producer ids, (c) open partition transactions, (d) stall episodes.
+(a)-(c) need final_state.json; (d) needs harness samples."""
 
 from __future__ import annotations
 
@@ -33,6 +39,42 @@ KINDS: tuple[str, ...] = (
 ABORT_CLEANUP_INTERVAL_MS = 10_000
 SAMPLING_SLACK_MS = 5_000
 ACTIVE_STATES = {"Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence", "Prepared"}
+#: proxy faults that lose a request or response on a live connection (no reset tells the
+#: sender): a node notices such a loss only when its request times out
+LOST_REQUEST_FAULTS = frozenset({"drop_request", "drop_response", "blackhole"})
+
+
+def lost_request_recovery_ms(info: dict[str, Any]) -> int:
+    """How long the cluster's nodes take to notice a request to another node lost on a live
+    connection and retry it (run.json's ``cluster.lost_request_recovery_ms``; Apache Kafka:
+    its request.timeout.ms / replica.lag.time.max.ms, 30 s by default; the project's nodes
+    probe a silent request within seconds and state nothing: 0)."""
+    cluster = info.get("cluster")
+    value = cluster.get("lost_request_recovery_ms") if isinstance(cluster, dict) else None
+    return int(value) if isinstance(value, int | float) and value > 0 else 0
+
+
+def stall_allowance_ms(
+    base_ms: int, faults: Sequence[dict[str, Any]], start_ns: int, end_ns: int, recovery_ms: int
+) -> int:
+    """(d)'s allowance for one stall: ``base_ms``, plus ``recovery_ms`` when a node-to-node
+    request or response was lost (a drop or blackhole on an ``nA->nB`` link) from
+    ``base_ms`` before the stall began to its end: markers or a replica fetch that a node
+    retries only once its request timed out."""
+    if not recovery_ms:
+        return base_ms
+    since = start_ns - base_ms * 1_000_000
+    for f in faults:
+        link = f.get("target") or ""
+        if (
+            f["kind"] in LOST_REQUEST_FAULTS
+            and "->" in link
+            and not link.startswith("client->")
+            and f["start_ns"] <= end_ns
+            and (f["end_ns"] or end_ns) >= since
+        ):
+            return base_ms + recovery_ms
+    return base_ms
 
 
 def _end_lso_lag(fs: FinalState, opens: list[OpenTransaction]) -> list[dict[str, Any]]:
@@ -134,19 +176,43 @@ def _mismatch(fs: FinalState, opens: list[OpenTransaction]) -> list[dict[str, An
     ]
 
 
+#: node faults during which a node serves nothing (its transactions cannot complete)
+NODE_DOWN_KINDS = frozenset({"kill", "pause", "restart"})
+
+
+def node_down_ns(faults: Sequence[dict[str, Any]], start: int, end: int) -> int:
+    """How long within [start, end] some node was down (killed, paused or restarting: the
+    union of those fault windows). A transaction whose coordinator or partition leader is
+    down cannot be completed or aborted, so that time does not count towards a stall."""
+    spans = sorted(
+        (max(f["start_ns"], start), min(f["end_ns"] or end, end))
+        for f in faults
+        if f.get("kind") in NODE_DOWN_KINDS and str(f.get("target") or "").startswith("node")
+    )
+    total, reach = 0, start
+    for lo, hi in spans:
+        lo = max(lo, reach)
+        if hi > lo:
+            total += hi - lo
+            reach = hi
+    return total
+
+
 def _lso_stalls(facts: RunFacts, metrics: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """(d) In the harness samples (max over nodes per time), a partition's LSO stood still over a
     run of samples while its high watermark rose, and stayed below the high watermark for longer
-    than transaction.timeout.ms + the abort-cleanup interval + sampling slack, timed from the
-    run's first sample with the high watermark above the LSO (an idle partition is not
-    stalled)."""
+    than transaction.timeout.ms + the abort-cleanup interval + sampling slack (+ the cluster's
+    lost-request recovery when a node-to-node request was lost: :func:`stall_allowance_ms`),
+    timed from the run's first sample with the high watermark above the LSO (an idle partition
+    is not stalled), not counting the time some node was down (:func:`node_down_ns`)."""
     lso_n, hw_n = MetricName.HARNESS_LSO.value, MetricName.HARNESS_HIGH_WATERMARK.value
     at: dict[tuple[Any, Any], dict[int, dict[str, float]]] = defaultdict(dict)
     for m in metrics:
         if m["name"] in (lso_n, hw_n) and m.get("topic") is not None:
             s = at[(m["topic"], m.get("partition"))].setdefault(m["time_ns"], {})
             s[m["name"]] = max(s.get(m["name"], m["value"]), m["value"])
-    allowed_ms = facts.transaction_timeout_ms + ABORT_CLEANUP_INTERVAL_MS + SAMPLING_SLACK_MS
+    base_ms = facts.transaction_timeout_ms + ABORT_CLEANUP_INTERVAL_MS + SAMPLING_SLACK_MS
+    recovery_ms = lost_request_recovery_ms(facts.info)
     rows = []
     for (topic, part), by_time in at.items():
         samples = [(t, s[lso_n], s[hw_n]) for t, s in sorted(by_time.items()) if len(s) == 2]
@@ -159,9 +225,11 @@ def _lso_stalls(facts: RunFacts, metrics: Sequence[dict[str, Any]]) -> list[dict
         for run in runs:
             (_, lso, hw_start), (end, _, hw_end) = run[0], run[-1]
             start = next((t for t, lo, hw in run if hw > lo), None)
-            if start is None or not (
-                hw_end > hw_start and hw_end > lso and end - start > allowed_ms * 1_000_000
-            ):
+            if start is None or not (hw_end > hw_start and hw_end > lso):
+                continue
+            allowed_ms = stall_allowance_ms(base_ms, facts.faults, start, end, recovery_ms)
+            down = node_down_ns(facts.faults, start, end)
+            if end - start - down <= allowed_ms * 1_000_000:
                 continue
             faults = [
                 f for f in facts.faults if f["start_ns"] <= end and (f["end_ns"] or end) >= start
@@ -173,6 +241,7 @@ def _lso_stalls(facts: RunFacts, metrics: Sequence[dict[str, Any]]) -> list[dict
                 "high_watermark": [hw_start, hw_end],
                 "stalled_ms": (end - start) // 1_000_000,
                 "allowed_ms": allowed_ms,
+                "nodes_down_ms": down // 1_000_000,
                 "from_ns": start,
                 "to_ns": end,
                 "overlapping_faults": faults,

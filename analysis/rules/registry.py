@@ -28,6 +28,7 @@ from . import (
     metrics,
     ordering,
     precommitted_read,
+    refused_request,
     torn_transaction,
 )
 
@@ -57,6 +58,7 @@ RULES: tuple[Rule, ...] = (
     indeterminate_commit,
     fenced_commit,
     committed_offsets,
+    refused_request,
     hanging_transactions,
     dual_write,
     metrics,

@@ -36,6 +36,9 @@ class Misbehavior:
     skip_epoch_bump: bool = False
 
 
+#: enough re-initialisations to exhaust a producer id's epochs (Short.MAX_VALUE)
+MAX_REINITIALIZATIONS = 32_767
+
 #: librdkafka's and Kafka's default transaction.timeout.ms
 DEFAULT_TRANSACTION_TIMEOUT_MS = 60_000
 
@@ -62,6 +65,12 @@ class ProducerConfig:
     retry_backoff_ms: int = 100
     metadata_max_age_ms: int = 30_000
     misbehavior: Misbehavior = field(default_factory=Misbehavior)
+    #: ``init_transactions`` sends InitProducerId this many times more, with its current
+    #: producer id and epoch (KIP-360, as a producer recovering from that many errors):
+    #: each bumps the epoch by one, a retry does not bump twice (the coordinator gives a new
+    #: producer id once the epoch is exhausted, 32,766). A run thus reaches the epochs a
+    #: long-lived producer reaches (under TV2 every transaction bumps the epoch).
+    reinitializations: int = 0
     #: librdkafka's ``security.protocol``: PLAINTEXT, or SASL_PLAINTEXT with the
     #: ``sasl_*`` settings (mechanism PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512).
     security_protocol: str = "PLAINTEXT"
@@ -83,6 +92,10 @@ class ProducerConfig:
             )
         if self.transaction_timeout <= 0 or self.request_timeout_ms <= 0:
             raise ValueError("timeouts must be positive")
+        if self.reinitializations and self.transactional_id is None:
+            raise ValueError("reinitializations needs a transactional_id")
+        if not 0 <= self.reinitializations <= MAX_REINITIALIZATIONS:
+            raise ValueError(f"reinitializations must be 0 to {MAX_REINITIALIZATIONS}")
         if self.enable_two_phase_commit and self.transactional_id is None:
             raise ValueError("enable_two_phase_commit needs a transactional_id")
         if self.enable_two_phase_commit and self.transaction_timeout_ms is not None:

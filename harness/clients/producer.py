@@ -190,6 +190,13 @@ class Producer:
             self.txn.init_producer_id(deadline, bump=False, keep_prepared_txn=keep_prepared_txn)
         )
         self.state.set_id(answer.producer_id, answer.epoch)
+        for _ in range(self.config.reinitializations):
+            # KIP-360's form (the current id and epoch): a retried call whose first attempt
+            # went through returns the same epoch instead of bumping twice (each call its
+            # own timeout)
+            again = time.monotonic() + timeout_s
+            answer = await self._guard(self.txn.init_producer_id(again, bump=True))
+            self.state.set_id(answer.producer_id, answer.epoch)
         ongoing = PreparedTxnState()
         if answer.ongoing_producer_id >= 0 and answer.ongoing_epoch >= 0:
             ongoing = PreparedTxnState(answer.ongoing_producer_id, answer.ongoing_epoch)

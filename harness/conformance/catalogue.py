@@ -184,7 +184,7 @@ def markdown(probes: Iterable[Probe]) -> str:
     rows = ["| probe | area | configurations | what it observes |", "|---|---|---|---|"]
     for base in sorted(by_base):
         ps = by_base[base]
-        configs = ", ".join(p.config.name for p in ps)
+        configs = ", ".join(sorted(p.config.name for p in ps))
         rows.append(f"| `{base}` | {', '.join(ps[0].tags)} | {configs} | {ps[0].doc} |")
     total = sum(len(v) for v in by_base.values())
     rows.append("")

@@ -57,13 +57,6 @@ ADMIN_ABORT = being_fixed(
     "prefix only (CLUSTER_AUTHORIZATION_FAILED otherwise); Kafka without an authorizer "
     "takes it from any client (coordinator epoch -1)"
 )
-KIP360_TV2 = being_fixed(
-    "KIP-360 recovery of a TV2 producer: at transaction.version 2 our coordinator's own "
-    "abort of an open transaction (InitProducerId fencing, a timeout) bumps the epoch twice "
-    "(TransactionMetadata.prepare_fence_and_abort), Kafka once; so InitProducerId with the "
-    "producer's id and epoch is PRODUCER_FENCED instead of a new epoch, and every later "
-    "epoch is one higher than Kafka's"
-)
 # Differences this suite found that are not fixed yet: what fixing each takes.
 NOT_SERVED = _open(
     "versions our cluster does not serve yet: Produce v13 and Fetch v13+ name topics by id "
@@ -93,17 +86,6 @@ EXPLAINED: dict[str, Explanation] = {
         BELOW_TV2,
     ),
     "kip664.admin-abort-stale-epoch[tv2]": ADMIN_ABORT,
-    **dict.fromkeys(
-        (
-            "kip360.init-bump-aborts-open-transaction[tv2]",
-            "kip360.init-fresh-aborts-open-transaction[tv2]",
-            "kip360.transactional-write-with-old-epoch[tv2]",
-            "kip360.fenced-by-new-instance[tv2]",
-            "kip664.transaction-timeout[tv2]",
-            "kip939.init-without-keep-aborts[tv2-2pc]",
-        ),
-        KIP360_TV2,
-    ),
     **dict.fromkeys(
         (
             "apiversions.Produce",

@@ -23,7 +23,7 @@ from kio.serial._introspect import (
 )
 
 from ...cluster.protocol.build import make
-from ...cluster.protocol.codec import encode_request, request_class
+from ...cluster.protocol.codec import UnsupportedApi, encode_request, request_class
 from ...cluster.protocol.records import encode_batch
 from .layout import Slot, layout_of
 
@@ -186,12 +186,23 @@ def build_seed(api_key: int, api_version: int, plausible: Plausible) -> Seed:
 
 def build_corpus(ranges: dict[int, tuple[int, int]], plausible: Plausible) -> list[Seed]:
     """A seed for every version of every API in ``ranges`` (api key -> (min, max)), as a
-    node's ApiVersions answer lists them."""
+    node's ApiVersions answer lists them, that kio has a schema for: a seed is built from
+    the schema's fields (Produce v0-v2, served for Kafka's oldest clients by a decoder of the
+    node's own, have none in kio and get no seed)."""
     return [
         build_seed(key, version, plausible)
         for key, (low, high) in sorted(ranges.items())
         for version in range(low, high + 1)
+        if has_schema(key, version)
     ]
+
+
+def has_schema(api_key: int, api_version: int) -> bool:
+    try:
+        request_class(api_key, api_version)
+    except UnsupportedApi:
+        return False
+    return True
 
 
 __all__ = ["CLIENT_ID", "FUZZ_TOPIC", "Plausible", "Seed", "build_corpus", "build_seed"]

@@ -42,6 +42,7 @@ RESUME = "resume"
 RESTART = "restart"
 DISCONNECT = "disconnect"
 RECONNECT = "reconnect"
+TEAR = "tear"
 NODE_FAULTS = frozenset({KILL, PAUSE, RESUME, RESTART, DISCONNECT, RECONNECT})
 
 __all__ = [
@@ -234,6 +235,18 @@ class ClusterHandle(abc.ABC):
         self._restart(node_id)
         self._end_span(PAUSE, node_id)
         self._record(RESTART, node_id, start, time.time())
+
+    def tear(self, node_id: int) -> list[str]:
+        """Leave a torn tail in a node's files, as a power loss can
+        (:mod:`~txnchaos.harness.faults.torn_tail`); the node must be down (killed).
+        Returns what was torn, one line each."""
+        self._require(TEAR, node_id)
+        from ..faults.torn_tail import tear_node
+
+        return tear_node(self._node_dir(node_id))
+
+    def _node_dir(self, node_id: int) -> Path:
+        raise UnsupportedFault(TEAR)
 
     def disconnect(self, node_id: int) -> None:
         """Cut the node off the network (docker network disconnect)."""

@@ -62,6 +62,7 @@ from .base import (
     RECONNECT,
     RESTART,
     RESUME,
+    TEAR,
     ClusterHandle,
     ClusterSpec,
     NodeInfo,
@@ -198,7 +199,7 @@ class _Node:
 
 class DockerHandle(ClusterHandle):
     launcher = "docker"
-    capabilities = frozenset({KILL, PAUSE, RESUME, RESTART, DISCONNECT, RECONNECT})
+    capabilities = frozenset({KILL, PAUSE, RESUME, RESTART, DISCONNECT, RECONNECT, TEAR})
 
     def __init__(self, run_dir: Path, spec: ClusterSpec, run_id: str, image: str) -> None:
         super().__init__(run_dir, spec)
@@ -414,6 +415,9 @@ class DockerHandle(ClusterHandle):
         if node.status() in ("running", "paused"):
             node.wrapped().kill()
         node.port = node.metrics_port = None
+
+    def _node_dir(self, node_id: int) -> Path:
+        return self._node(node_id).data  # the bind mount of the container's data
 
     def _pause(self, node_id: int) -> None:
         node = self._node(node_id)

@@ -22,9 +22,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .base import KILL, PAUSE, RESTART, RESUME, ClusterHandle, ClusterSpec, NodeInfo
+from .base import KILL, PAUSE, RESTART, RESUME, TEAR, ClusterHandle, ClusterSpec, NodeInfo
 from .errors import LaunchError
-from .local import ALL_CPUS, LocalCluster, NodeAddressing, NodeSpec
+from .local import ALL_CPUS, LocalCluster, NodeAddressing, NodeSpec, node_dir
 from .proxied import ProxyMesh
 
 STATE_FILE = "cluster-state.json"
@@ -32,7 +32,7 @@ STATE_FILE = "cluster-state.json"
 
 class LocalHandle(ClusterHandle):
     launcher = "local"
-    capabilities = frozenset({KILL, PAUSE, RESUME, RESTART})
+    capabilities = frozenset({KILL, PAUSE, RESUME, RESTART, TEAR})
 
     def __init__(self, run_dir: Path, spec: ClusterSpec, cluster: LocalCluster) -> None:
         super().__init__(run_dir, spec)
@@ -78,6 +78,9 @@ class LocalHandle(ClusterHandle):
     def _resume(self, node_id: int) -> None:
         if not self.cluster.resume_node(node_id):
             raise LaunchError(f"node {node_id} is not running; nothing to resume")
+
+    def _node_dir(self, node_id: int) -> Path:
+        return node_dir(self.cluster.data_dir, node_id)
 
     def _restart(self, node_id: int) -> None:
         self.cluster.restart_node(node_id)

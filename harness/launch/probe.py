@@ -11,6 +11,7 @@ from ...cluster.protocol.build import make
 from ...cluster.protocol.codec import ProtocolError, decode_response, encode_request, request_class
 
 METADATA = 3
+FIND_COORDINATOR = 10
 API_VERSIONS = 18
 METADATA_VERSION = 9  # Kafka >= 2.4 (and every 3.x/4.x release)
 API_VERSIONS_VERSION = 3
@@ -74,3 +75,17 @@ def finalized_features(address: tuple[str, int], timeout: float = 5.0) -> dict[s
     if body is None:
         return None
     return {f.name: int(f.max_version_level) for f in body.finalized_features}
+
+
+def find_coordinator(
+    address: tuple[str, int], key: str, key_type: int, timeout: float = 5.0
+) -> int | None:
+    """The error code of a FindCoordinator (v1; ``key_type`` 0: group, 1: transaction) for
+    ``key`` asked of ``address`` (None: no answer). On Apache Kafka the first one of each
+    kind creates its internal topic (__consumer_offsets, __transaction_state)."""
+    request = make(request_class(FIND_COORDINATOR, 1), key=key, key_type=key_type)
+    try:
+        body = _exchange(address, FIND_COORDINATOR, 1, request, timeout)
+    except (OSError, ValueError, ProtocolError, struct.error):
+        return None
+    return int(body.error_code)

@@ -1,8 +1,9 @@
 """Launchers by name: ``local`` (default), ``docker``, ``external``, ``kafka``.
 
 ``get_launcher("external", bootstrap="host:9092")``; options go to the launcher's
-constructor. Modules are imported on demand (the docker launcher needs testcontainers,
-which the other two do not).
+constructor. The docker launcher runs the project's nodes, or Apache Kafka's with
+``flavour="apache-kafka"`` (and ``version=``). Modules are imported on demand (the docker
+launcher needs testcontainers, which the other two do not).
 """
 
 from __future__ import annotations
@@ -26,6 +27,13 @@ def get_launcher(name: str = DEFAULT_LAUNCHER, **options: Any) -> Launcher:
             raise LaunchError(f"the local launcher takes no options, got {sorted(options)}")
         return LocalLauncher()
     if key == "docker":
+        flavour = options.pop("flavour", None) or "txnchaos"
+        if flavour == "apache-kafka":
+            from .kafka.docker import KafkaDockerLauncher
+
+            return _build(KafkaDockerLauncher, key, options)
+        if flavour != "txnchaos":
+            raise LaunchError(f"unknown flavour {flavour!r}; choose txnchaos or apache-kafka")
         from .docker import DockerLauncher
 
         return _build(DockerLauncher, key, options)

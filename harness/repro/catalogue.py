@@ -3,6 +3,7 @@ directory (``scenarios/repro/``), by name."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,12 +47,28 @@ def load_catalogue(directory: Path | None = None) -> dict[str, Entry]:
             raise CatalogueError(str(exc)) from exc
         if scenario.repro is None:
             raise CatalogueError(f"{path}: a reproduction needs a `repro:` block")
+        for name, config in scenario.repro.configurations.items():
+            if config.kafka_version:
+                problem = kafka_problem({**scenario.cluster.settings, **config.settings})
+                if problem:
+                    raise CatalogueError(f"{path}: configuration {name}: {problem}")
         if scenario.name in entries:
             raise CatalogueError(f"{path}: the name {scenario.name!r} is taken by another entry")
         entries[scenario.name] = Entry(scenario.name, path, scenario)
     if not entries:
         raise CatalogueError(f"no reproductions (*.yaml) in {where}")
     return entries
+
+
+def kafka_problem(settings: Mapping[str, object]) -> str | None:
+    """Why a cluster with these settings cannot be an Apache Kafka release, or None."""
+    from ..launch.kafka.layout import settings_problem
+
+    for key in settings:
+        problem = settings_problem(key)
+        if problem:
+            return problem
+    return None
 
 
 def find(name: str, directory: Path | None = None) -> Entry:

@@ -41,12 +41,20 @@ _OPTIONS: list[Callable[[Callable[..., Any]], Callable[..., Any]]] = [
         "Kafka's own release as JVMs here (docs/apache-kafka.md).",
     ),
     click.option(
+        "--flavour",
+        type=click.Choice(["txnchaos", "apache-kafka"]),
+        default=None,
+        help="What the docker launcher runs: the project's nodes, or Apache Kafka's release in "
+        "containers (default: the scenario's cluster.flavour, else txnchaos).",
+    ),
+    click.option(
         "--kafka-version",
         default=None,
         metavar="X.Y.Z",
         callback=check_kafka_version,
-        help="The Apache Kafka release the kafka launcher runs (default: the scenario's "
-        "cluster.kafka_version, else 4.4.0); fetched from Maven Central on first use.",
+        help="The Apache Kafka release of --launcher kafka or --flavour apache-kafka (default: "
+        "the scenario's cluster.kafka_version, else 4.4.0); fetched from Maven Central on first "
+        "use.",
     ),
     click.option(
         "--bootstrap",
@@ -143,6 +151,7 @@ RUN_PARAMETERS = (
     "scenario",
     "seed",
     "launcher",
+    "flavour",
     "kafka_version",
     "bootstrap",
     "metrics_urls",
@@ -172,6 +181,7 @@ def run_setup(
     scenario: Path,
     seed: int | None,
     launcher: str | None,
+    flavour: str | None,
     kafka_version: str | None,
     bootstrap: str | None,
     metrics_urls: dict[int, str],
@@ -226,14 +236,23 @@ def run_setup(
             check_web_address(web_host, web_port)
         except WebAddressError as exc:
             raise InputError(str(exc)) from exc
-    if kafka_version is not None and (launcher or parsed.cluster.launcher) != "kafka":
-        raise click.UsageError("--kafka-version is for the kafka launcher (--launcher kafka)")
-    if (launcher or parsed.cluster.launcher) == "kafka":
-        _check_kafka_settings(parsed, scenario)
+    where = launcher or parsed.cluster.launcher
+    what = flavour or parsed.cluster.flavour
+    if flavour is not None and where != "docker":
+        raise click.UsageError("--flavour is for the docker launcher (--launcher docker)")
+    on_kafka = where == "kafka" or (where == "docker" and what == "apache-kafka")
+    if kafka_version is not None and not on_kafka:
+        raise click.UsageError(
+            "--kafka-version is for the kafka launcher (--launcher kafka) or the docker "
+            "launcher's apache-kafka flavour"
+        )
+    if on_kafka:
+        _check_runs_on_kafka(parsed, scenario, kafka_version or parsed.cluster.kafka_version)
     options = RunOptions(
         seed=seed,
         launcher=launcher,
         kafka_version=kafka_version,
+        flavour=flavour,
         bootstrap=bootstrap,
         metrics=metrics_urls or None,
         duration=duration,
@@ -252,16 +271,27 @@ def run_setup(
     return parsed, options
 
 
-def _check_kafka_settings(parsed: Scenario, scenario: Path) -> None:
-    """The scenario's settings are ones Apache Kafka's nodes can take (no bug switch of the
-    project's cluster), checked before a cluster starts."""
+def _check_runs_on_kafka(parsed: Scenario, scenario: Path, version: str | None) -> None:
+    """What the scenario needs, Apache Kafka's release has: settings its nodes can take (no
+    bug switch of the project's cluster), KIP-939 recovery for dual writers; checked before a
+    cluster starts."""
     from ..launch.errors import LaunchError
     from ..launch.kafka.layout import split_settings
+    from ..launch.kafka.release import DEFAULT_VERSION, KafkaRelease
 
     try:
         split_settings(parsed.cluster.setting_pairs())
+        release = KafkaRelease.parse(version or DEFAULT_VERSION)
     except LaunchError as exc:
         raise InputError(f"{scenario}: cluster.settings: {exc}") from exc
+    writers = [str(u.name or u.kind) for u in parsed.workload.users if u.kind == "dual_writer"]
+    if writers and not release.recovers_prepared_transactions:
+        raise InputError(
+            f"{scenario}: dual_writer users ({', '.join(writers)}) take their prepared "
+            f"transaction back with KIP-939's InitProducerId keepPreparedTxn, which Apache Kafka "
+            f"{release} does not implement (UNSUPPORTED_VERSION; "
+            "docs/findings/kip-939-keep-prepared-txn-not-implemented.md)"
+        )
 
 
 def _check_actions_heal(parsed: Scenario, scenario: Path, duration: float | None) -> None:

@@ -77,6 +77,8 @@ class RunOptions:
     launcher: str | None = None
     #: the Apache Kafka release of the kafka launcher (replaces cluster.kafka_version)
     kafka_version: str | None = None
+    #: what the docker launcher runs: txnchaos or apache-kafka (replaces cluster.flavour)
+    flavour: str | None = None
     bootstrap: str | None = None
     #: an external cluster's /metrics URL per node id (replaces the scenario's cluster.metrics)
     metrics: dict[int, str] | None = None
@@ -134,6 +136,7 @@ class Orchestrator:
         self.duration = options.duration or scenario.duration
         self.launcher = options.launcher or scenario.cluster.launcher
         self.kafka_version = options.kafka_version or scenario.cluster.kafka_version
+        self.flavour = options.flavour or scenario.cluster.flavour
         self.bootstrap = options.bootstrap or scenario.cluster.bootstrap
         self.metrics_urls = dict(options.metrics or scenario.cluster.metrics)
         self.run_dir = (options.out or default_run_dir(scenario, self.seed)).resolve()
@@ -142,6 +145,13 @@ class Orchestrator:
         self.partitions = {t.name: t.partitions for t in scenario.workload.topics}
         # a SASL cluster's credentials, from the workload's client_config
         self.security = security_config(scenario.workload.client_config)
+
+    @property
+    def runs_kafka(self) -> bool:
+        """Whether the cluster is Apache Kafka's (the kafka launcher, the docker flavour)."""
+        return self.launcher == "kafka" or (
+            self.launcher == "docker" and self.flavour == "apache-kafka"
+        )
 
     # ---- the run -------------------------------------------------------------------
     def _write_scenario(self) -> None:
@@ -153,7 +163,8 @@ class Orchestrator:
                 self.seed,
                 self.duration,
                 self.launcher,
-                self.kafka_version if self.launcher == "kafka" else None,
+                self.kafka_version if self.runs_kafka else None,
+                self.flavour if self.launcher == "docker" else None,
             )
         )
 
@@ -213,6 +224,8 @@ class Orchestrator:
                 options = {"bootstrap": self.bootstrap, "metrics": self.metrics_urls}
             elif self.launcher == "kafka":
                 options = {"version": self.kafka_version}
+            elif self.launcher == "docker" and self.flavour == "apache-kafka":
+                options = {"flavour": self.flavour, "version": self.kafka_version}
             launcher = get_launcher(self.launcher, **options)
             st.handle = launcher.start(
                 ClusterSpec(
@@ -242,6 +255,9 @@ class Orchestrator:
             json.dumps([f.model_dump() for f in schedule], indent=1) + "\n"
         )
         self.console.print(f"nemesis: {len(schedule)} fault(s) scheduled")
+        for note in unmatched_links(schedule, targets.links):
+            log.warning(note)
+            self.console.print(f"[yellow]note:[/] {escape(note)}")
 
         def metrics() -> dict[str, str]:  # asked every round: docker restarts move ports
             return {f"node-{k}": v for k, v in handle.metrics_urls().items()}
@@ -593,6 +609,26 @@ class Orchestrator:
         if got not in ("?", expected):
             self.console.print(f"[yellow]this scenario expects a {expected} verdict[/]")
         return code
+
+
+def unmatched_links(schedule: list[Any], links: list[str]) -> list[str]:
+    """A line for each proxy fault whose ``link`` names no link of this cluster: it will act
+    on nothing (e.g. the project's coordinator ``n1001->*`` sending markers: on Apache Kafka
+    node 1001 is a controller, which sends none; the brokers' coordinators do)."""
+    from fnmatch import fnmatchcase
+
+    out = []
+    for i, fault in enumerate(schedule):
+        pattern = (fault.rule or {}).get("link")
+        if pattern is None or not links:
+            continue
+        patterns = [pattern] if isinstance(pattern, str) else list(pattern)
+        if not any(fnmatchcase(link, p) for link in links for p in patterns):
+            out.append(
+                f"action {i} ({fault.kind} at {fault.at:g} s) names link {pattern!r}, which "
+                f"matches no link of this cluster ({', '.join(sorted(links))}): it acts on nothing"
+            )
+    return out
 
 
 def _verdict_status(run_dir: Path) -> str:

@@ -8,7 +8,8 @@ Shape::
     duration: 60                     # seconds of workload (--duration overrides)
     cluster:
       launcher: local                # local | docker | external | kafka (--launcher overrides)
-      kafka_version: 4.4.0           # the Apache Kafka release of the kafka launcher
+      flavour: txnchaos              # docker only: txnchaos | apache-kafka (--flavour overrides)
+      kafka_version: 4.4.0           # the Apache Kafka release (kafka launcher or flavour)
       brokers: 2
       coordinators: 1
       proxied: true                  # a fault proxy on every link
@@ -67,6 +68,11 @@ class _Model(BaseModel):
 
 class ClusterConfig(_Model):
     launcher: Literal["local", "docker", "external", "kafka"] = "local"
+    flavour: Literal["txnchaos", "apache-kafka"] = Field(
+        default="txnchaos",
+        description="what the docker launcher runs: the project's nodes or Apache Kafka's "
+        "(--flavour overrides; the kafka launcher always runs Apache Kafka)",
+    )
     kafka_version: str | None = Field(
         default=None,
         pattern=r"^\d+\.\d+\.\d+$",
@@ -150,6 +156,11 @@ class Scenario(_Model):
                 *others, last = crashable
                 one_of = f"{', '.join(others)} or {last}" if others else last
                 raise ValueError(f"nemesis {fault} needs a {one_of} user in the workload")
+        on = self.cluster.launcher
+        if self.cluster.flavour == "apache-kafka" and on in ("local", "external"):
+            raise ValueError(
+                f"cluster.flavour: apache-kafka runs on the kafka or docker launcher, not {on}"
+            )
         if self.cluster.launcher == "external" and not self.cluster.proxied:
             raise ValueError("cluster.proxied: an external cluster is always proxied")
         if self.cluster.metrics and self.cluster.launcher != "external":
@@ -269,6 +280,7 @@ def scenario_as_run(
     duration: float,
     launcher: str,
     kafka_version: str | None = None,
+    flavour: str | None = None,
 ) -> str:
     """The scenario as YAML with the command line's overrides applied (what a run
     directory keeps as scenario.yaml); parsing it gives the scenario that ran."""
@@ -279,4 +291,6 @@ def scenario_as_run(
     data.setdefault("cluster", {})["launcher"] = launcher
     if kafka_version is not None:
         data["cluster"]["kafka_version"] = kafka_version
+    if flavour is not None:
+        data["cluster"]["flavour"] = flavour
     return yaml.safe_dump(data, sort_keys=False)

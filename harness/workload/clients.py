@@ -109,6 +109,21 @@ def kafka_error(exc: BaseException) -> KafkaError | None:
     return None
 
 
+def run_client_call(executor: Executor, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """``executor.run(fn, ...)``, with librdkafka's error as the error: when a call fails
+    (a fatal error, e.g. fenced) and librdkafka then serves a callback (statistics) before
+    returning, the binding runs the callback with the KafkaException still set and the
+    callback's first C call raises ``SystemError`` ("returned a result with an exception
+    set") caused by it; the KafkaException is what the call raised."""
+    try:
+        return executor.run(fn, *args, **kwargs)
+    except SystemError as exc:
+        cause = exc.__cause__ or exc.__context__
+        if isinstance(cause, KafkaException):
+            raise cause from None
+        raise
+
+
 def classify(err: KafkaError | None) -> ErrorClass:
     """Fatal beats abortable beats retriable (librdkafka's own precedence)."""
     if err is None:
@@ -211,6 +226,11 @@ class ProducerClient(RecordingProducer):
             eos = json.loads(raw).get("eos") or {}
         except ValueError:
             return
+        except SystemError:
+            # served while the call that served it has a KafkaException set (see
+            # run_client_call): skip this snapshot; raising would leave the binding a crashed
+            # callback that it raises again, in place of the call's own error
+            return
         pid = eos.get("producer_id")
         with self._stats_lock:
             self._stats = _Stats(
@@ -244,7 +264,7 @@ class ProducerClient(RecordingProducer):
 
     def _run(self, fn: Callable[..., T], *args: Any) -> T:
         try:
-            return self.executor.run(fn, *args)
+            return run_client_call(self.executor, fn, *args)
         finally:
             self.events.drain()
 
@@ -424,7 +444,7 @@ class ConsumerClient:
 
     def _run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         try:
-            return self.executor.run(fn, *args, **kwargs)
+            return run_client_call(self.executor, fn, *args, **kwargs)
         finally:
             self.events.drain()
 

@@ -136,7 +136,9 @@ class OurProducerClient(RecordingProducer):
         return Failure(error_class(exc), describe(exc))
 
     def _call_init(self, timeout_s: float) -> None:
-        self._run(self._p().init_transactions(timeout_s), timeout_s)
+        p = self._p()
+        # each of the producer's re-initialisations has a timeout of its own
+        self._run(p.init_transactions(timeout_s), timeout_s * (1 + p.config.reinitializations))
 
     def _call_begin(self) -> None:
         self._run(self._p().begin_transaction(), 30.0)

@@ -228,6 +228,37 @@ def test_a_stall_is_timed_from_when_the_lso_fell_behind() -> None:
     assert stall["evidence"]["from_ns"] == 60 * 1_000_000_000
 
 
+def test_the_time_a_node_was_down_does_not_count_towards_a_stall() -> None:
+    """40 s behind (25 s allowed), 20 s of it with a node restarting or paused (overlapping
+    windows counted once): not a stall; a link fault is no node down time."""
+    lso, hw = MetricName.HARNESS_LSO.value, MetricName.HARNESS_HIGH_WATERMARK.value
+    samples = [
+        {"time_ns": s * 1_000_000_000, "name": n, "topic": "t", "partition": 0, "value": v}
+        for s in range(41)
+        for n, v in ((lso, 3.0), (hw, 4.0 + s))
+    ]
+
+    def fault(kind: str, target: str, start_s: int, end_s: int) -> dict[str, object]:
+        return {
+            "kind": kind,
+            "target": target,
+            "start_ns": start_s * 10**9,
+            "end_ns": end_s * 10**9,
+        }
+
+    down = [fault("restart", "node 1001", 2, 15), fault("pause", "node 2", 10, 22)]
+    facts = RunFacts(metrics=samples, transaction_timeout_ms=10_000, faults=down)
+    assert hanging_transactions(facts).counts["lso_stall"] == 0
+    link = [fault("delay", "client->n1", 2, 22)]
+    facts = RunFacts(metrics=samples, transaction_timeout_ms=10_000, faults=link)
+    (stall,) = hanging_transactions(facts).rows
+    assert stall["evidence"]["nodes_down_ms"] == 0
+    short = [fault("restart", "node 1001", 2, 8)]
+    facts = RunFacts(metrics=samples, transaction_timeout_ms=10_000, faults=short)
+    (stall,) = hanging_transactions(facts).rows
+    assert stall["evidence"]["nodes_down_ms"] == 6_000
+
+
 def test_gates_without_reads() -> None:
     h = H()
     h.txn("w", 0, ("t", 0, 0))

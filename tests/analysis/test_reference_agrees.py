@@ -48,6 +48,8 @@ INJECTIONS: list[Callable[[Synth], Any]] = [
     Synth.inject_indeterminate_partial,
     Synth.inject_fenced_commit,
     Synth.inject_committed_offset_lost,
+    Synth.inject_refused_request_accepted,
+    Synth.inject_refused_write_visible,
     Synth.inject_hanging_at_end,
     Synth.inject_stale_open_transaction,
     Synth.inject_coordinator_mismatch,

@@ -45,6 +45,7 @@ def test_the_schedule_groups_checkers_by_the_shuffles_they_read() -> None:
         "precommitted_read",
         "inconsistent_offsets",
         "indeterminate_commit",
+        "refused_request",
     }
     assert s.by_value and s.by_stream
 

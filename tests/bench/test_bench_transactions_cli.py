@@ -23,7 +23,7 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
     [
         (["--tv", "1"], "--tv needs --client"),
         (["--client", "ours", "--tv", "3"], "argument --tv: invalid choice: 3"),
-        (["--client", "java"], "argument --client: invalid choice: 'java'"),
+        (["--client", "kafka-python"], "argument --client: invalid choice: 'kafka-python'"),
         (["--producers", "1,x"], "--producers: expected counts such as 1,8"),
         (["--producers", "0"], "--producers: every count must be at least 1"),
         (["--seconds", "0"], "--seconds must be positive"),
@@ -40,5 +40,10 @@ def test_bad_input_is_refused_with_a_message(args: list[str], says: str) -> None
 def test_help_explains_the_modes() -> None:
     r = run("--help")
     assert r.returncode == 0
-    for text in ("--client {ours,librdkafka}", "--tv {0,1,2}", "UpdateFeatures", "verification"):
+    for text in (
+        "--client {ours,librdkafka,java}",
+        "--tv {0,1,2}",
+        "UpdateFeatures",
+        "verification",
+    ):
         assert text in r.stdout

@@ -68,6 +68,36 @@ async def test_a_restarted_coordinator_with_the_bug_leaves_prepared_transactions
         h.crash()
 
 
+@async_test
+async def test_a_fence_at_the_last_epoch_overflows_with_the_bug(tmp_path: Path) -> None:
+    """``txnchaos.bug.tv2.fence.epoch.overflow`` (KAFKA-19367): under TV2 a transaction open
+    at epoch 32,766 that times out cannot be aborted (the fence and the abort bump past
+    Short.MAX_VALUE), every time; without the bug it is aborted at epoch MAX."""
+    for bug, expected in ((False, ["tx"]), (True, [])):
+        h = Harness(
+            tmp_path / str(bug),
+            bugs=BugSwitches(tv2_fence_epoch_overflow=bug),
+            transaction_version=lambda: 2,
+        ).start()
+        _, pid, _epoch = await h.init(timeout_ms=1_000)
+        md = h.coordinator.metadata("tx")
+        assert md is not None
+        md.producer_epoch = 32_766  # where 32,766 transactions of a TV2 producer leave it
+        assert set((await h.add(pid, 32_766, {"t1": [0]})).values()) == {NONE}
+        for _ in range(2):  # every cleanup round fails the same way with the bug
+            h.clock.advance(60_000)
+            assert h.coordinator.abort_timed_out_transactions() == (expected if _ == 0 else [])
+        await h.flush()
+        md = h.coordinator.metadata("tx")
+        assert md is not None
+        if bug:  # the fenced epoch stays (the producer's own EndTxn is fenced), still open
+            assert md.state == TxnState.ONGOING and md.producer_epoch == 32_767
+            assert (await h.end(pid, 32_766, True)) != NONE
+        else:
+            assert md.state == TxnState.COMPLETE_ABORT and md.producer_epoch == 32_767
+        h.crash()
+
+
 def test_unknown_producer_strict_restores_kafka_2_4s_unknown_producer_id(tmp_path: Path) -> None:
     """Kafka >= 2.5 accepts a write at any sequence from a producer the partition has no
     state for; ``txnchaos.bug.unknown.producer.strict`` answers UNKNOWN_PRODUCER_ID."""

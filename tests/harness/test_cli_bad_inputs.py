@@ -256,6 +256,10 @@ CASES: list[tuple[list[str], str]] = [
     (["repro", "producer-state-expiry", "--bootstrap", "x"], "--bootstrap"),
     (["repro", "producer-state-expiry", "--bootstrap", "h:1", "--tv", "1"], "--tv"),
     (["repro", "producer-state-expiry", "--out", "{binary}"], "{binary}"),
+    (["repro", "producer-state-expiry", "--kafka-version", "4.4"], "--kafka-version expects"),
+    (["repro", "produce-after-abort", "--kafka-version", "4.4.0", "--config", "tv0"], "--config"),
+    (["repro", "producer-state-expiry", "--cluster", "apache-kafka"], "no configuration on a"),
+    (["repro", "produce-after-abort", "--bootstrap", "h:1", "--kafka-version", "4.4.0"], "--kafka"),
     # txnchaos shrink
     (["shrink", "{missing}"], "not a run directory"),
     (["shrink", "{run_valid_verdict}"], "is not an invalid run"),

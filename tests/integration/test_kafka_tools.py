@@ -5,9 +5,9 @@ Kafka's side is the release the kafka launcher runs by default (4.4.0) and its
 ``kafka-tools`` jar set (TransactionsCommand, FeatureCommand, AclCommand,
 VerifiableProducer, TransactionalMessageCopier, ConsoleConsumer), both fetched from Maven
 Central into the cache once. Where a command's answer can be compared, it is run on both
-clusters and the normalised answers must be equal. A difference that the outside audit of
-issue 34 listed and another branch fixes is an ``xfail(strict=True)`` naming it: it turns
-into a failure (XPASS) once fixed, so its marker goes then.
+clusters and the normalised answers must be equal. A known difference still being fixed
+would be an ``xfail(strict=True)`` naming it (it turns into a failure, XPASS, once fixed,
+so its marker goes then); none is left.
 """
 
 from __future__ import annotations
@@ -42,10 +42,6 @@ WAIT_S = 60.0
 SETTINGS = ["transaction.version=2", "transaction.two.phase.commit.enable=true"]
 #: Kafka 4.4 serves InitProducerId v6 (KIP-939) as an unstable version only
 KAFKA_SETTINGS = [*SETTINGS, "unstable.api.versions.enable=true"]
-ADMIN_ABORT = (
-    "being fixed (issue 34 §3): our cluster grants the admin abort (WriteTxnMarkers with "
-    "coordinator epoch -1) by client-id prefix, and Kafka's AdminClient is adminclient-N"
-)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -184,10 +180,7 @@ def test_kafka_transactions_list_describe_and_find_hanging_on_ours_as_on_kafka(
     assert on_ours == on_kafka
 
 
-@pytest.mark.parametrize(
-    "side",
-    ["kafka", pytest.param("ours", marks=pytest.mark.xfail(strict=True, reason=ADMIN_ABORT))],
-)
+@pytest.mark.parametrize("side", ["kafka", "ours"])
 def test_kafka_transactions_abort_ends_an_open_transaction(
     request: pytest.FixtureRequest, side: str
 ) -> None:
@@ -223,13 +216,6 @@ def force_terminate_view(bootstrap: str) -> dict[str, Any]:
     }
 
 
-KIP360_TV2 = (
-    "being fixed (issue 34 §3, KIP-360 recovery of a TV2 producer): our coordinator's abort "
-    "of an open transaction at TV2 bumps the epoch twice, Kafka once (epoch 3 here, Kafka 2)"
-)
-
-
-@pytest.mark.xfail(strict=True, reason=KIP360_TV2)
 def test_kafka_transactions_force_terminate_on_ours_as_on_kafka(
     ours: ClusterHandle, kafka: ClusterHandle
 ) -> None:

@@ -150,6 +150,35 @@ def test_second_instance_fences_the_first(bootstrap: str, mode: str) -> None:
     assert committed == [f"successor-{i}" for i in range(4)]
 
 
+def test_reinitializations_bump_the_epoch_as_restarts_would(bootstrap: str) -> None:
+    """``reinitializations`` N: init_transactions sends InitProducerId N more times, each
+    bumping the epoch by one, and the producer works at the epoch it reached."""
+    topic = unique("restarts")
+    create_topic(bootstrap, topic, 1)
+    txn_id = unique("restarts-tx")
+
+    async def main() -> None:
+        first = Producer(config(bootstrap, "auto", txn_id))
+        await first.init_transactions(30)
+        start = first.ids.epoch
+        await first.close()
+        aged = Producer(config(bootstrap, "auto", txn_id, reinitializations=25))
+        await aged.init_transactions(30)
+        assert aged.ids.producer_id == first.ids.producer_id
+        assert aged.ids.epoch == start + 26  # its own init and 25 more
+        await aged.begin_transaction()
+        aged.send(topic, 0, b"aged")
+        await aged.commit_transaction(30)
+        await aged.close()
+
+    run(main())
+    assert [v.decode() for v in committed_values(bootstrap, topic, range(1))] == ["aged"]
+    with pytest.raises(ValueError, match="reinitializations must be"):
+        config(bootstrap, "auto", txn_id, reinitializations=-1)
+    with pytest.raises(ValueError, match="needs a transactional_id"):
+        config(bootstrap, "auto", None, reinitializations=1)
+
+
 def _group_member(bootstrap: str, group: str, topic: str) -> Consumer:
     c = Consumer(
         {

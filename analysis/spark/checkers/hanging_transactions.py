@@ -1,7 +1,8 @@
 """The Spark implementation of rules/hanging_transactions.py (whose docstring is the definition):
 rules (a)-(c) read the small final state in the driver, with the
 rule's own functions; (d) cuts each partition's harness LSO samples into runs of one LSO with a
-window over time."""
+window over time, and judges the few long ones with the rule's allowance (lost requests, nodes
+down)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,12 @@ from pyspark.sql import functions as F
 
 from ....rundir.schema import MetricName
 from ...rules import hanging_transactions
-from ...rules.hanging_transactions import final_state_rules
+from ...rules.hanging_transactions import (
+    final_state_rules,
+    lost_request_recovery_ms,
+    node_down_ns,
+    stall_allowance_ms,
+)
 from .base import CheckOutput, row
 from .context import CheckContext
 from .protocol import Reads
@@ -47,17 +53,24 @@ def _stalls(ctx: CheckContext, out: CheckOutput) -> bool:
         F.max_by("hw", "time_ns").alias("hw_end"),
         F.count(F.lit(1)).alias("samples"),
     )
-    allowed_ms = (
+    base_ms = (
         ctx.data.run.transaction_timeout_ms
         + RULE.ABORT_CLEANUP_INTERVAL_MS
         + RULE.SAMPLING_SLACK_MS
     )
+    recovery_ms = lost_request_recovery_ms(ctx.data.run.info)
     stalls = runs.filter(
         (F.col("hw_end") > F.col("hw_start"))
         & (F.col("hw_end") > F.col("lso"))
-        & ((F.col("end_ns") - F.col("behind_ns")) > F.lit(allowed_ms * 1_000_000))
+        & ((F.col("end_ns") - F.col("behind_ns")) > F.lit(base_ms * 1_000_000))
     ).collect()
     for r in stalls:
+        allowed_ms = stall_allowance_ms(
+            base_ms, ctx.data.faults, r["behind_ns"], r["end_ns"], recovery_ms
+        )
+        down = node_down_ns(ctx.data.faults, r["behind_ns"], r["end_ns"])
+        if r["end_ns"] - r["behind_ns"] - down <= allowed_ms * 1_000_000:
+            continue
         faults = [
             f
             for f in ctx.data.faults
@@ -75,6 +88,7 @@ def _stalls(ctx: CheckContext, out: CheckOutput) -> bool:
                     "high_watermark": [r["hw_start"], r["hw_end"]],
                     "stalled_ms": (r["end_ns"] - r["behind_ns"]) // 1_000_000,
                     "allowed_ms": allowed_ms,
+                    "nodes_down_ms": down // 1_000_000,
                     "from_ns": r["behind_ns"],
                     "to_ns": r["end_ns"],
                     "overlapping_faults": faults,

@@ -66,6 +66,7 @@ from .metadata import (
     NO_PRODUCER_ID,
     TWO_PC_TIMEOUT_MS,
     EpochError,
+    EpochOverflow,
     TopicPartition,
     TransactionMetadata,
     TxnTransit,
@@ -381,6 +382,13 @@ class TransactionCoordinator:
         """The finalized transaction.version, or None when nobody told us."""
         return None if self.transaction_version is None else int(self.transaction_version())
 
+    def _fence_and_abort(self, md: TransactionMetadata, now: int) -> TxnTransit:
+        return md.prepare_fence_and_abort(
+            now,
+            self._fence_transaction_version(md),
+            overflow_bug=self.config.bugs.tv2_fence_epoch_overflow,
+        )
+
     def _refuses_tv2(self, transit: TxnTransit) -> bool:
         """A transit that needs a version-1 value (a TV2 client's transaction version, or
         the NextProducerId a keep-prepared init records) at finalized level 0: its
@@ -538,7 +546,11 @@ class TransactionCoordinator:
         if md.state == S.ONGOING:
             # Abort the open transaction with a bumped epoch (never returned: the client
             # retries after CONCURRENT_TRANSACTIONS and bumps again).
-            transit = md.prepare_fence_and_abort(now, self._fence_transaction_version(md))
+            try:
+                transit = self._fence_and_abort(md, now)
+            except EpochOverflow as exc:
+                log.error("InitProducerId cannot abort the open transaction: %s", exc)
+                return InitResult(int(E.unknown_server_error))
             err = self._begin_completion(md, transit)
             if err:
                 return InitResult(err)
@@ -1021,7 +1033,11 @@ class TransactionCoordinator:
             if md.producer_epoch >= MAX_EPOCH:
                 log.error("%s: cannot fence epoch MAX to time out its transaction", txn_id)
                 continue
-            transit = md.prepare_fence_and_abort(now, self._fence_transaction_version(md))
+            try:
+                transit = self._fence_and_abort(md, now)
+            except EpochOverflow as exc:
+                log.error("cannot abort the timed-out transaction: %s", exc)
+                continue
             if self._begin_completion(md, transit) == NONE:
                 self.counters.transactions_timed_out += 1
                 aborted.append(txn_id)

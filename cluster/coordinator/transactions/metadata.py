@@ -142,6 +142,11 @@ class EpochError(Exception):
     """InitProducerId named a producer id/epoch that is not current (PRODUCER_FENCED)."""
 
 
+class EpochOverflow(Exception):
+    """A fence and abort would take the epoch past Short.MAX_VALUE (only with the bug
+    switch ``txnchaos.bug.tv2.fence.epoch.overflow``, KAFKA-19367)."""
+
+
 @dataclass(slots=True)
 class TransactionMetadata:
     """What the coordinator knows about one transactional id."""
@@ -485,25 +490,45 @@ class TransactionMetadata:
             next_producer_epoch=after_epoch,
         )
 
-    def prepare_fence_and_abort(self, now_ms: int, transaction_version: int = 0) -> TxnTransit:
+    def prepare_fence_and_abort(
+        self, now_ms: int, transaction_version: int = 0, *, overflow_bug: bool = False
+    ) -> TxnTransit:
         """Abort the open transaction with a bumped epoch, fencing its producer.
 
         Ongoing -> PrepareEpochFence -> PrepareAbort in one step (PrepareEpochFence is
         never persisted). The bumped epoch is never returned to a client: whoever asked
         (InitProducerId) retries and bumps again, possibly onto a new producer id.
 
-        Under TV2 the abort bumps once more (as every TV2 transaction end does), so a
-        zombie's EndTxn with the epoch it had does not look like a retry of this abort.
+        Under TV2 the fence is the abort's own bump (Kafka 4.x: PrepareEpochFence leaves
+        the epoch to the TV2 end, which bumps once): the markers carry epoch + 1 and the
+        fenced epoch is kept as the last epoch, so the fenced producer's
+        InitProducerId(id, epoch) is a recovery answered with epoch + 1 (KIP-360) and
+        its EndTxn(abort) at that epoch reads as a retry of this abort. ``overflow_bug``
+        (``txnchaos.bug.tv2.fence.epoch.overflow``, KAFKA-19367): Apache Kafka 4.0.0 bumped
+        for the fence and again for the TV2 abort, and at the last usable epoch the second
+        bump went past MAX and was refused (IllegalArgumentException("Illegal new producer
+        epoch"), here :class:`EpochOverflow`) with the fenced epoch left in place: every
+        later fence is refused too.
         """
         check_transition(self.state, S.PREPARE_EPOCH_FENCE, self.transactional_id)
         check_transition(S.PREPARE_EPOCH_FENCE, S.PREPARE_ABORT, self.transactional_id)
         if self.producer_epoch >= MAX_EPOCH:
+            if overflow_bug:  # what the half-done fence below left: refused for good
+                raise EpochOverflow(f"{self.transactional_id}: cannot fence at epoch MAX")
             raise RuntimeError(f"cannot fence producer id {self.producer_id} at epoch MAX")
         base = self.producer_epoch
         client_pid, client_epoch = self.client_ids
         if client_pid == self.producer_id:
             base = max(base, client_epoch)  # fence a keep-prepared instance as well
         fenced = min(base + 1, MAX_EPOCH)
+        if overflow_bug and supports_epoch_bump(transaction_version) and fenced + 1 > MAX_EPOCH:
+            # Kafka 4.0.0 had already set the fenced epoch when the second bump threw: the
+            # producer's own EndTxn is then fenced, and no later fence gets past MAX
+            self.producer_epoch = fenced
+            raise EpochOverflow(
+                f"{self.transactional_id}: illegal new producer epoch {fenced + 1 - 65536} "
+                f"(fenced at {fenced}, then bumped again by the TV2 abort)"
+            )
         if not supports_epoch_bump(transaction_version):
             return self.snapshot()._replace(
                 state=S.PREPARE_ABORT,
@@ -517,8 +542,8 @@ class TransactionMetadata:
         return self.snapshot()._replace(
             state=S.PREPARE_ABORT,
             last_producer_id=self.producer_id,
-            producer_epoch=min(fenced + 1, MAX_EPOCH),
-            last_producer_epoch=fenced,
+            producer_epoch=fenced,
+            last_producer_epoch=base,
             txn_last_update_ms=now_ms,
             client_transaction_version=transaction_version,
             next_producer_id=NO_PRODUCER_ID,

@@ -90,15 +90,17 @@ class ProxyFleet:
         upstream: str | Address | None,
         *,
         port: int = 0,
+        host: str | None = None,
         resolve: Resolve | None = None,
     ) -> LinkProxy:
         """Start a proxy for one link. ``upstream`` may be None and set later
-        (``link.set_upstream``) when the proxy address must be known first."""
+        (``link.set_upstream``) when the proxy address must be known first. It listens on
+        ``host`` (default: the fleet's) and ``port`` (0: one the kernel picks)."""
         if name in self.links:
             raise ValueError(f"link {name!r} exists")
         up = parse_address(upstream) if upstream is not None else None
         link = LinkProxy(self, name, up, resolve=resolve)
-        await link.start(self.host, port)
+        await link.start(host or self.host, port)
         self.links[name] = link
         self._refresh()
         return link

@@ -47,8 +47,18 @@ class FleetThread:
 
         return self._run(wrapper())
 
-    def add_link(self, name: str, upstream: str | Address | None) -> LinkProxy:
-        return self._run(self.fleet.add_link(name, upstream))
+    def add_link(
+        self,
+        name: str,
+        upstream: str | Address | None,
+        *,
+        host: str | None = None,
+        port: int = 0,
+    ) -> LinkProxy:
+        return self._run(self.fleet.add_link(name, upstream, host=host, port=port))
+
+    def remove_link(self, name: str) -> None:
+        self._run(self.fleet.remove_link(name))
 
     def external(
         self, bootstrap: Iterable[str | Address], prefix: str = "client->"

@@ -43,6 +43,8 @@ from .layout import (
     Addressing,
     KafkaLayout,
     KafkaNode,
+    free_port,
+    hosts_file,
     server_properties,
     split_settings,
 )
@@ -58,6 +60,7 @@ from .release import (
 
 FLAVOUR = "apache-kafka"
 READY_TIMEOUT_S = 120.0
+START_ATTEMPTS = 3
 STOP_TIMEOUT_S = 20.0
 #: JVM options for a node: small heaps (2 cores, several JVMs per cluster), the serial
 #: collector (the least threads and the fastest start for heaps this size)
@@ -93,6 +96,8 @@ class KafkaCluster:
     progress: Callable[[str], None] | None = None
     #: called with a node once it serves (its ports known)
     on_ready: Callable[[KafkaNode], None] | None = None
+    #: called when nodes got new ports (a port was taken before a JVM could bind it)
+    on_ports_changed: Callable[[], None] | None = None
     pids: dict[int, int | None] = field(default_factory=dict)
     _procs: dict[int, subprocess.Popen[bytes]] = field(default_factory=dict)
     _lib: Path | None = None
@@ -108,10 +113,13 @@ class KafkaCluster:
         brokers: int,
         controllers: int,
         settings: list[str],
+        *,
+        ports: bool = True,
         **options: Any,
     ) -> KafkaCluster:
         """The cluster in ``data_dir``, planned anew or as saved there (same sizes and
-        release required); checks Java and the settings, fetches the release if needed."""
+        release required); checks Java and the settings. ``ports``: pick the nodes' ports
+        now (False: the caller calls :meth:`pick_ports` once its own listeners are bound)."""
         release = KafkaRelease.parse(version)
         split_settings(settings)  # refuse what Kafka cannot take before anything starts
         data_dir = data_dir.resolve()
@@ -145,15 +153,19 @@ class KafkaCluster:
             )
         cluster = cls(data_dir, layout, release, **options)
         cluster.check_java()
-        for node in layout.nodes:
-            layout.pick_ports(node)
-        if not release.kraft and not layout.zookeeper_port:
-            from .layout import free_port
-
-            layout.zookeeper_port = free_port({p for n in layout.nodes for p in n.all_ports()})
-        layout.save(data_dir)
+        if ports:
+            cluster.pick_ports()
         cluster.pids = {n.id: None for n in layout.nodes}
         return cluster
+
+    def pick_ports(self, nodes: list[KafkaNode] | None = None) -> None:
+        """Free ports for the nodes that have none (``nodes``: new ones for those), saved."""
+        for node in self.layout.nodes:
+            self.layout.pick_ports(node, fresh=nodes is not None and node in nodes)
+        if not self.release.kraft and not self.layout.zookeeper_port:
+            taken = {p for n in self.layout.nodes for p in n.all_ports()}
+            self.layout.zookeeper_port = free_port(taken)
+        self.layout.save(self.data_dir)
 
     def check_java(self) -> None:
         java = java_binary()
@@ -180,9 +192,15 @@ class KafkaCluster:
     def log_path(self, node: KafkaNode) -> Path:
         return node_dir(self.data_dir, node.id) / "node.log"
 
+    def hosts_path(self, node: KafkaNode) -> Path:
+        return node_dir(self.data_dir, node.id) / "hosts"
+
     def _write_properties(self, node: KafkaNode) -> Path:
         directory = node_dir(self.data_dir, node.id)
         directory.mkdir(parents=True, exist_ok=True)
+        self.hosts_path(node).write_text(
+            hosts_file(self.layout, node, self.addressing.get(node.id))
+        )
         path = self.properties_path(node)
         text = server_properties(
             self.layout,
@@ -203,35 +221,16 @@ class KafkaCluster:
         data = node_dir(self.data_dir, node.id) / "data"
         if (data / "meta.properties").exists():
             return
-        if not self.layout.cluster_id:
-            out = self._run_tool(["kafka.tools.StorageTool", "random-uuid"])
-            self.layout.cluster_id = out.strip().splitlines()[-1].strip()
-            self.layout.save(self.data_dir)
         props = self._write_properties(node)
-        args = ["kafka.tools.StorageTool", "format", "-t", self.layout.cluster_id]
-        args += ["-c", str(props), "--ignore-formatted"]
-        _, tv = split_settings(self.layout.settings)
-        if tv is not None:
-            args += ["--feature", f"transaction.version={tv}"]
-        self._run_tool(args)
-
-    def _run_tool(self, args: list[str]) -> str:
-        cmd = self._java(args[0], *args[1:], options=("-Xmx256m", "-XX:+UseSerialGC"))
-        try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
-        except subprocess.TimeoutExpired as exc:
-            raise LaunchError(f"{args[0]} {args[1]} did not finish within 120 s") from exc
-        if proc.returncode != 0:
-            raise LaunchError(
-                f"{args[0]} {args[1]} failed (exit {proc.returncode}): "
-                f"{_java_error(proc.stdout + proc.stderr)}"
-            )
-        return proc.stdout
+        format_storage(self.lib, self.layout, props, hosts=self.hosts_path(node))
+        self.layout.save(self.data_dir)
 
     # ---- processes -----------------------------------------------------------------
     def _spawn(self, node: KafkaNode) -> subprocess.Popen[bytes]:
         props = self._write_properties(node)
         options = [*JVM_OPTIONS, *LOG_OPTIONS]
+        if self.release.kraft:  # the controllers' names (ZooKeeper's 3.4 client cannot take it)
+            options.append(f"-Djdk.net.hosts.file={self.hosts_path(node)}")
         if self.metrics and node.is_broker:
             rules = node_dir(self.data_dir, node.id) / "jmx-exporter.yaml"
             rules.write_text(EXPORTER_CONFIG)
@@ -275,22 +274,66 @@ class KafkaCluster:
             time.sleep(0.2)
 
     def up(self) -> None:
-        """Format what is new, start every node (controllers first); return once all serve."""
-        try:
-            if not self.release.kraft:
-                self._start_zookeeper()
-            else:
-                for node in self.layout.nodes:
-                    self._format(node)
-            controllers = [n for n in self.layout.nodes if n.is_controller and not n.is_broker]
-            for node in self.layout.nodes:  # start together: the quorum forms as they come
-                self._spawn(node)
-            self._wait_ready(controllers)
-            self._wait_ready(self.layout.broker_nodes)
-            self.layout.save(self.data_dir)
-        except BaseException:
-            self.down()
-            raise
+        """Format what is new, start every node (controllers first); return once all serve.
+
+        A port picked free may be taken by another process before the JVM binds it: a node
+        that fails to bind gets new ports (``on_ports_changed`` is told, so proxies follow)
+        and the whole cluster starts again (its configs name each other's ports), up to
+        :data:`START_ATTEMPTS` times."""
+        for attempt in range(1, START_ATTEMPTS + 1):
+            try:
+                self._up_once()
+                return
+            except LaunchError:
+                taken = [n for n in self.layout.nodes if _bind_failed(self.log_path(n))]
+                self.down()
+                if not taken or attempt == START_ATTEMPTS:
+                    raise
+                for node in taken:  # the failed attempt's log says why it moved
+                    self.log_path(node).rename(self.log_path(node).with_suffix(f".{attempt}.log"))
+                self.pick_ports(taken)
+                if self.on_ports_changed is not None:
+                    self.on_ports_changed()
+            except BaseException:
+                self.down()
+                raise
+
+    def _up_once(self) -> None:
+        if not self.release.kraft:
+            self._start_zookeeper()
+        else:
+            for node in self.layout.nodes:
+                self._format(node)
+        controllers = [n for n in self.layout.nodes if n.is_controller and not n.is_broker]
+        for node in self.layout.nodes:  # start together: the quorum forms as they come
+            self._spawn(node)
+        self._wait_ready(controllers)
+        self._wait_ready(self.layout.broker_nodes)
+        self._warm_up()
+        self.layout.save(self.data_dir)
+
+    def _warm_up(self, timeout: float = READY_TIMEOUT_S) -> None:
+        """Have Kafka create its internal topics and elect their leaders now: it makes
+        __transaction_state and __consumer_offsets (50 partitions each) on the first
+        FindCoordinator of each kind, which took 10-20 s on a loaded 2-core machine and
+        would otherwise be spent inside the run's first transactions and faults (the
+        project's nodes have their coordinator state from the start)."""
+        broker = self.layout.broker_nodes[0]
+        deadline = time.monotonic() + timeout
+        for key_type in (1, 0):  # transactions, then groups
+            while True:
+                code = probe.find_coordinator(
+                    ("127.0.0.1", broker.client_port), "txnchaos-warm-up", key_type
+                )
+                if code == 0:
+                    break
+                if time.monotonic() > deadline:
+                    what = "__transaction_state" if key_type == 1 else "__consumer_offsets"
+                    raise LaunchError(
+                        f"Apache Kafka did not make {what} ready within {timeout:.0f} s "
+                        f"(FindCoordinator error {code}); see {self.log_path(broker)}"
+                    )
+                time.sleep(0.2)
 
     # ---- node faults ---------------------------------------------------------------
     def alive(self, node_id: int) -> bool:
@@ -365,12 +408,18 @@ class KafkaCluster:
         try:
             self._wait_ready([node])
         except LaunchError:
-            if self._procs[node.id].poll() is None or "Address already in use" not in _tail(
-                self.log_path(node), 200
-            ):
+            if self._procs[node.id].poll() is None or not _bind_failed(self.log_path(node)):
                 raise
-            self.layout.pick_ports(node, fresh=True)
-            self.layout.save(self.data_dir)
+            if node.is_controller:  # every other node names its port: they cannot follow
+                raise LaunchError(
+                    f"controller {node.id}'s port {node.controller_port} was taken while it "
+                    f"was down; the other nodes know it by that port (see {self.log_path(node)})"
+                ) from None
+            self._reap(node.id)
+            self.log_path(node).rename(self.log_path(node).with_suffix(".bind-failed.log"))
+            self.pick_ports([node])
+            if self.on_ports_changed is not None:
+                self.on_ports_changed()
             self._spawn(node)
             self._wait_ready([node])
 
@@ -400,7 +449,13 @@ class KafkaCluster:
         cmd = self._java(
             "org.apache.zookeeper.server.quorum.QuorumPeerMain",
             str(config),
-            options=("-Xmx128m", "-XX:+UseSerialGC", *LOG_OPTIONS),
+            # ZooKeeper 3.4 (Kafka < 2.4) registers log4j 1's MBeans unless told not to
+            options=(
+                "-Xmx128m",
+                "-XX:+UseSerialGC",
+                "-Dzookeeper.jmx.log4j.disable=true",
+                *LOG_OPTIONS,
+            ),
         )
         self._zookeeper = start_jvm(
             cmd, directory / "zookeeper.log", tie_to_harness=self.tie_to_harness
@@ -487,6 +542,41 @@ class KafkaCluster:
         return cluster
 
 
+def run_tool(lib: Path, args: list[str], hosts: Path | None = None) -> str:
+    """Run one of the release's tools (a main class and its arguments; ``hosts``: the hosts
+    file it resolves names with); its output."""
+    cmd = [java_binary(), "-Xmx256m", "-XX:+UseSerialGC"]
+    if hosts is not None:
+        cmd.append(f"-Djdk.net.hosts.file={hosts}")
+    cmd += ["-cp", f"{lib}/*", *args]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
+    except subprocess.TimeoutExpired as exc:
+        raise LaunchError(f"{args[0]} {args[1]} did not finish within 120 s") from exc
+    if proc.returncode != 0:
+        raise LaunchError(
+            f"{args[0]} {args[1]} failed (exit {proc.returncode}): "
+            f"{_java_error(proc.stdout + proc.stderr)}"
+        )
+    return proc.stdout
+
+
+def format_storage(
+    lib: Path, layout: KafkaLayout, properties: Path, *, hosts: Path | None = None
+) -> None:
+    """Format the log directory ``properties`` names with the release's StorageTool, for the
+    layout's cluster id (made first if it has none) and transaction.version setting."""
+    if not layout.cluster_id:
+        out = run_tool(lib, ["kafka.tools.StorageTool", "random-uuid"])
+        layout.cluster_id = out.strip().splitlines()[-1].strip()
+    args = ["kafka.tools.StorageTool", "format", "-t", layout.cluster_id]
+    args += ["-c", str(properties), "--ignore-formatted"]
+    _, tv = split_settings(layout.settings)
+    if tv is not None:
+        args += ["--feature", f"transaction.version={tv}"]
+    run_tool(lib, args, hosts)
+
+
 def _zookeeper_ok(port: int) -> bool:
     import socket
 
@@ -496,6 +586,11 @@ def _zookeeper_ok(port: int) -> bool:
             return s.recv(4) == b"imok"
     except OSError:
         return False
+
+
+def _bind_failed(log: Path) -> bool:
+    """Whether a node's log says it could not bind one of its ports."""
+    return "Address already in use" in _tail(log, 400)
 
 
 def _java_error(output: str) -> str:

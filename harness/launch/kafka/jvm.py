@@ -1,12 +1,11 @@
 """Starting the JVMs of a Kafka cluster so that they die with the harness.
 
 A JVM started by the harness must not outlive it, even when the harness is killed with
-SIGKILL (no cleanup runs then). Each JVM is started through ``setpriv --pdeathsig KILL``
-(util-linux), which sets ``PR_SET_PDEATHSIG`` and execs ``java``: the PID the launcher
-gets is the JVM's, and the kernel kills it when its parent goes. The parent is the
-*thread* that forked, not the process; so every JVM is forked by one long-lived thread
-(:class:`Spawner`): a JVM restarted by the nemesis's thread, which ends with the run's
-schedule, would otherwise die with that thread.
+SIGKILL (no cleanup runs then). Each JVM is started as the project's own nodes are, by
+``launch.lifetime.spawn``: forked by the harness's one long-lived spawner thread with
+``PR_SET_PDEATHSIG`` set to SIGKILL (a JVM restarted by the nemesis's thread, which ends with
+the run's schedule, must not die with that thread), and with this harness named in its
+environment, so that ``txnchaos cleanup`` finds what a dead run left.
 
 ``txnchaos cluster up --detach`` starts its JVMs without the tie: they are meant to
 outlive the command.
@@ -18,57 +17,11 @@ that node's JVM (:func:`is_our_jvm`: ``kafka.Kafka`` with that node's own
 
 from __future__ import annotations
 
-import queue
-import shutil
 import subprocess
-import threading
-from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
-from ..errors import LaunchError
-
-
-class Spawner:
-    """Runs ``subprocess.Popen`` on one daemon thread that lives as long as the process."""
-
-    def __init__(self) -> None:
-        self._queue: queue.Queue[tuple[list[str], dict[str, Any], Future[Any]]] = queue.Queue()
-        self._thread: threading.Thread | None = None
-        self._lock = threading.Lock()
-
-    def popen(self, cmd: list[str], **kwargs: Any) -> subprocess.Popen[bytes]:
-        with self._lock:
-            if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(
-                    target=self._loop, name="kafka-jvm-spawner", daemon=True
-                )
-                self._thread.start()
-        done: Future[subprocess.Popen[bytes]] = Future()
-        self._queue.put((cmd, kwargs, done))
-        return done.result()
-
-    def _loop(self) -> None:
-        while True:
-            cmd, kwargs, done = self._queue.get()
-            try:
-                done.set_result(subprocess.Popen(cmd, **kwargs))
-            except BaseException as exc:  # handed to the caller
-                done.set_exception(exc)
-
-
-SPAWNER = Spawner()
-
-
-def tied_command(cmd: list[str]) -> list[str]:
-    """``cmd`` run so that it is killed when the thread that forks it ends."""
-    setpriv = shutil.which("setpriv")
-    if setpriv is None:
-        raise LaunchError(
-            "setpriv (util-linux) is needed to tie the JVMs' lives to the harness's "
-            "(apt-get install util-linux)"
-        )
-    return [setpriv, "--pdeathsig", "KILL", *cmd]
+from ..lifetime import spawn
 
 
 def start_jvm(
@@ -85,7 +38,7 @@ def start_jvm(
             "env": env,
         }
         if tie_to_harness:
-            return SPAWNER.popen(tied_command(cmd), **kwargs)
+            return spawn(cmd, **kwargs)
         return subprocess.Popen(cmd, **kwargs)
 
 

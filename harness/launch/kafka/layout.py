@@ -20,9 +20,11 @@ a proxy on every link:
   A runs with ``inter.broker.listener.name=FROM_<A>``, so its replica fetchers,
   transaction marker sender and verification requests use this broker's ``FROM_<A>``
   advertised address, the ``n<A>->n<B>`` proxy;
-* ``CONTROLLER`` (controllers only): every node lists the controllers in
-  ``controller.quorum.voters`` with the addresses *it* should use: the ``n<A>->n<C>``
-  proxies (``n<A>->n<C>.controller`` when C is also a broker, in combined mode).
+* ``CONTROLLER`` (controllers only), advertised as ``kafka-n<C>:<port>``: every node lists
+  the controllers by those names in ``controller.quorum.voters`` and resolves them with a
+  hosts file of its own (:func:`controller_host`), to its own proxies ``n<A>->n<C>``
+  (``n<A>->n<C>.controller`` when C is also a broker, in combined mode), which listen on an
+  address of their source's (:func:`source_ip`) and the controller's own port.
 
 Settings. The scenario's settings are Kafka's own names, written to every node's
 ``server.properties``; ``transaction.version`` goes to the storage format instead
@@ -149,11 +151,37 @@ class Addressing:
     """Where one node's traffic goes (proxies when proxied; None: the real address).
 
     ``client``: what this broker advertises on CLIENT; ``from_peer[A]``: what it advertises
-    on ``FROM_<A>``; ``voters[C]``: the address this node uses for controller C."""
+    on ``FROM_<A>``; ``controllers``: the address this node's name of each controller
+    (:func:`controller_host`) resolves to in its own hosts file (default: 127.0.0.1)."""
 
     client: tuple[str, int] | None = None
     from_peer: dict[int, tuple[str, int]] = field(default_factory=dict)
-    voters: dict[int, tuple[str, int]] = field(default_factory=dict)
+    controllers: dict[int, str] = field(default_factory=dict)
+
+
+def controller_host(controller_id: int) -> str:
+    """The name every node knows controller ``controller_id`` by (voters, its advertised
+    CONTROLLER listener). KRaft's followers fetch from the address the leader advertises
+    (KIP-853's leader endpoints), one for all of them; each node resolves this name through
+    a hosts file of its own (``-Djdk.net.hosts.file``), so each reaches the controller at an
+    address of its own: the proxy of its own link to that controller."""
+    return f"kafka-n{controller_id}"
+
+
+def source_ip(node_id: int) -> str:
+    """The loopback address on which the proxies of node ``node_id``'s links to the
+    controllers listen (127.1.x.y; every 127/8 address is the loopback on Linux)."""
+    return f"127.1.{node_id // 256 % 256}.{node_id % 256}"
+
+
+def hosts_file(layout: KafkaLayout, node: KafkaNode, addressing: Addressing | None) -> str:
+    """The hosts file of ``node``: each controller's name, to the node's own address for it."""
+    addr = addressing or Addressing()
+    lines = ["127.0.0.1 localhost"]
+    for c in layout.controller_nodes:
+        ip = "127.0.0.1" if c.id == node.id else addr.controllers.get(c.id, "127.0.0.1")
+        lines.append(f"{ip} {controller_host(c.id)}")
+    return "\n".join(lines) + "\n"
 
 
 @dataclass
@@ -271,20 +299,22 @@ def server_properties(
     addressing: Addressing | None,
     *,
     kraft: bool = True,
+    bind: str = "127.0.0.1",
 ) -> str:
-    """The ``server.properties`` of ``node`` (``data``: its log directory)."""
+    """The ``server.properties`` of ``node`` (``data``: its log directory; ``bind``: the
+    address its listeners bind, 0.0.0.0 in a container)."""
     addr = addressing or Addressing()
     props: dict[str, Any] = {}
     listeners: list[str] = []
     advertised: list[str] = []
     protocols: list[str] = []
     if node.is_broker:
-        listeners.append(f"CLIENT://127.0.0.1:{node.client_port}")
+        listeners.append(f"CLIENT://{bind}:{node.client_port}")
         advertised.append(f"CLIENT://{_hostport(addr.client or ('127.0.0.1', node.client_port))}")
         protocols.append("CLIENT:PLAINTEXT")
         for source, port in sorted(node.peer_ports.items()):
             name = f"FROM_{source}"
-            listeners.append(f"{name}://127.0.0.1:{port}")
+            listeners.append(f"{name}://{bind}:{port}")
             shown = addr.from_peer.get(source) or ("127.0.0.1", port)
             advertised.append(f"{name}://{_hostport(shown)}")
             protocols.append(f"{name}:PLAINTEXT")
@@ -294,15 +324,12 @@ def server_properties(
         props["process.roles"] = roles
         props["node.id"] = node.id
         if node.is_controller:
-            listeners.append(f"CONTROLLER://127.0.0.1:{node.controller_port}")
+            listeners.append(f"CONTROLLER://{bind}:{node.controller_port}")
+            advertised.append(f"CONTROLLER://{controller_host(node.id)}:{node.controller_port}")
         protocols.append("CONTROLLER:PLAINTEXT")  # brokers too: they reach controllers there
-        voters = []
-        for c in layout.controller_nodes:
-            if c.id == node.id:
-                where: tuple[str, int] = ("127.0.0.1", c.controller_port)
-            else:
-                where = addr.voters.get(c.id) or ("127.0.0.1", c.controller_port)
-            voters.append(f"{c.id}@{_hostport(where)}")
+        voters = [
+            f"{c.id}@{controller_host(c.id)}:{c.controller_port}" for c in layout.controller_nodes
+        ]
         props["controller.quorum.voters"] = ",".join(voters)
         props["controller.listener.names"] = "CONTROLLER"
     else:
@@ -320,7 +347,6 @@ def server_properties(
         "transaction.state.log.replication.factor": replicas,
         "transaction.state.log.min.isr": 1,
         "group.initial.rebalance.delay.ms": 100,  # the project's nodes' default
-        "num.partitions": 1,
     }
     server, _tv = split_settings(layout.settings)
     out = [f"# txnchaos: node {node.id} ({node.role}) of Apache Kafka {layout.version}"]

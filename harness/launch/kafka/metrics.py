@@ -17,7 +17,11 @@ the canonical names) and both checker engines read Kafka's nodes as they read ou
   ``VerificationFailureRate``'s count (``..._verificationtimems_count``,
   ``..._verificationfailurerate_total``);
 * ``kafka.server:type=transaction-coordinator-metrics``: its attributes as
-  ``kafka_server_transaction_coordinator_metrics_<attribute>``.
+  ``kafka_server_transaction_coordinator_metrics_<attribute>``;
+* ``kafka.network:type=RequestMetrics,name=RequestsPerSec|ErrorsPerSec`` of the transactional
+  APIs (Produce, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, TxnOffsetCommit,
+  WriteTxnMarkers, InitProducerId): ``kafka_network_requestmetrics_requests_total{request,
+  version}`` and ``..._errors_total{request,error}`` (``error="NONE"`` counts the successes).
 
 Kafka has no counters of committed and aborted transactions (the project's
 ``TransactionsCommitted``/``TransactionsAborted``): :data:`UNAVAILABLE` says so, and the
@@ -47,6 +51,8 @@ includeObjectNames:
   - "kafka.coordinator.transaction:type=TransactionMarkerChannelManager,*"
   - "kafka.server:type=AddPartitionsToTxnManager,*"
   - "kafka.server:type=transaction-coordinator-metrics,*"
+  - "kafka.network:type=RequestMetrics,name=RequestsPerSec,*"
+  - "kafka.network:type=RequestMetrics,name=ErrorsPerSec,*"
 rules:
   - pattern: 'kafka.server<type=ReplicaManager, name=(PartitionsWithLateTransactionsCount|ProducerIdCount)><>Value'
     name: kafka_server_replicamanager_$1
@@ -69,4 +75,16 @@ rules:
   - pattern: 'kafka.server<type=transaction-coordinator-metrics><>([\w-]+)'
     name: kafka_server_transaction_coordinator_metrics_$1
     type: GAUGE
+  - pattern: 'kafka.network<type=RequestMetrics, name=RequestsPerSec, request=(Produce|AddPartitionsToTxn|AddOffsetsToTxn|EndTxn|TxnOffsetCommit|WriteTxnMarkers|InitProducerId), version=(\d+)><>Count'
+    name: kafka_network_requestmetrics_requests_total
+    labels:
+      request: "$1"
+      version: "$2"
+    type: COUNTER
+  - pattern: 'kafka.network<type=RequestMetrics, name=ErrorsPerSec, request=(Produce|AddPartitionsToTxn|AddOffsetsToTxn|EndTxn|TxnOffsetCommit|WriteTxnMarkers|InitProducerId), error=(\w+)><>Count'
+    name: kafka_network_requestmetrics_errors_total
+    labels:
+      request: "$1"
+      error: "$2"
+    type: COUNTER
 """  # noqa: E501 (the rules are one pattern a line)

@@ -1,10 +1,11 @@
 """Apache Kafka releases: which one runs, what it needs, and its jars from Maven Central.
 
 A release is fetched as one artifact set (:mod:`txnchaos.harness.maven`):
-``org.apache.kafka:kafka_2.13:V`` with its runtime dependencies, plus an SLF4J binding
-(``slf4j-simple``, so the node logs to its ``node.log``; the release's own jars carry no
-binding). The Prometheus JMX exporter java agent is a set of its own (one jar, passed as
-``-javaagent``). Both live in the shared cache: fetched on first use, offline afterwards.
+``org.apache.kafka:kafka_2.13:V`` (``kafka_2.12`` before 2.4.0) with its runtime
+dependencies, plus an SLF4J binding (``slf4j-simple``, so the node logs to its
+``node.log``; the release's own jars carry no binding). The Prometheus JMX exporter java
+agent is a set of its own (one jar, passed as ``-javaagent``). Both live in the shared
+cache: fetched on first use, offline afterwards.
 
 Modes. A 4.x release runs KRaft only (a controller quorum and brokers). A release older
 than :data:`FIRST_KRAFT` runs with ZooKeeper (the ZooKeeper server comes with the
@@ -35,6 +36,10 @@ DEFAULT_VERSION = "4.4.0"
 FIRST_KRAFT = (3, 3, 0)
 #: the first release whose storage tool takes ``--feature transaction.version=N``
 FIRST_TRANSACTION_VERSION = (4, 0, 0)
+#: the newest release whose KIP-939 support was checked: up to it, InitProducerId v6 is an
+#: unstable version (offered only with unstable.api.versions.enable) and keepPreparedTxn is
+#: answered UNSUPPORTED_VERSION (docs/findings/kip-939-keep-prepared-txn-not-implemented.md)
+NEWEST_WITHOUT_PREPARED_RECOVERY = (4, 4, 0)
 #: the SLF4J binding put beside the release's jars (Kafka 2.x-4.x log through SLF4J 1.7)
 SLF4J_VERSION = "1.7.36"
 JMX_EXPORTER_VERSION = "1.0.1"
@@ -74,12 +79,24 @@ class KafkaRelease:
         return self.key >= FIRST_TRANSACTION_VERSION
 
     @property
+    def recovers_prepared_transactions(self) -> bool:
+        """Whether a KIP-939 producer can take back its prepared transaction after a crash
+        (InitProducerId keepPreparedTxn); False up to :data:`NEWEST_WITHOUT_PREPARED_RECOVERY`,
+        later releases are let try."""
+        return self.key > NEWEST_WITHOUT_PREPARED_RECOVERY
+
+    @property
     def min_java(self) -> int:
         return 17 if self.major >= 4 else 8
 
+    @property
+    def scala(self) -> str:
+        """The Scala build of the server: 2.13 from 2.4.0 on (earlier ones had 2.12)."""
+        return "2.13" if self.key >= (2, 4, 0) else "2.12"
+
     def artifacts(self) -> list[Artifact]:
         return [
-            Artifact("org.apache.kafka", "kafka_2.13", self.version),
+            Artifact("org.apache.kafka", f"kafka_{self.scala}", self.version),
             # Declared here, so they win over the versions the release's tree names.
             Artifact("org.slf4j", "slf4j-api", SLF4J_VERSION),
             Artifact("org.slf4j", "slf4j-simple", SLF4J_VERSION),
@@ -147,6 +164,12 @@ def java_major(java: str) -> int:
 
 def java_problem(release: KafkaRelease, major: int) -> str | None:
     """Why ``release`` cannot run on Java ``major``, or None (measured: docs/apache-kafka.md)."""
+    if release.key < (2, 4, 0) and major >= 14:
+        return (
+            f"Apache Kafka {release} talks to ZooKeeper with its 3.4 client, which cannot "
+            f"connect on Java 14 or newer (this is Java {major}; ZOOKEEPER-3779: 'Unable to "
+            "canonicalize address'); 2.4.0 and later run"
+        )
     if major < release.min_java:
         need = release.min_java
         return f"Apache Kafka {release} needs Java {need} or newer (this is Java {major})"

@@ -25,6 +25,7 @@ from .reorder import ReorderFault
 from .reset import ResetFault
 from .restart import RestartFault
 from .throttle import ThrottleFault
+from .torn_write import TornWriteFault
 from .zombie_producer import ZombieProducerFault
 
 _KINDS: tuple[Fault, ...] = (
@@ -41,6 +42,7 @@ _KINDS: tuple[Fault, ...] = (
     KillFault(),
     PauseFault(),
     RestartFault(),
+    TornWriteFault(),
     # clients
     CrashProducerFault(),
     CrashConsumerFault(),

@@ -77,4 +77,5 @@ KIND = UserKind(
     prefix="java-copier",
     locust_user="JavaEOSCopierUser",
     crash_holds={"crash_consumer": "in-poll"},
+    native_client=False,  # kafka-clients runs in a JVM of its own: it cannot abort this process
 )

@@ -63,4 +63,5 @@ KIND = UserKind(
     prefix="java-consumer",
     locust_user="JavaReadCommittedConsumerUser",
     crash_holds={"crash_consumer": "in-poll"},
+    native_client=False,  # kafka-clients runs in a JVM of its own: it cannot abort this process
 )

@@ -62,4 +62,5 @@ KIND = UserKind(
     prefix="java-producer",
     locust_user="JavaTransactionalProducerUser",
     crash_holds={"crash_producer": "before-commit"},
+    native_client=False,  # kafka-clients runs in a JVM of its own: it cannot abort this process
 )

@@ -14,6 +14,7 @@ from pydantic import Field
 from . import (
     dual_writer,
     eos_copier,
+    hostile_client,
     idempotent_producer,
     java_eos_copier,
     java_read_committed_consumer,
@@ -36,6 +37,7 @@ KINDS: tuple[UserKind, ...] = (
     java_transactional_producer.KIND,
     java_read_committed_consumer.KIND,
     java_eos_copier.KIND,
+    hostile_client.KIND,
 )
 
 BY_NAME: dict[str, UserKind] = {k.name: k for k in KINDS}

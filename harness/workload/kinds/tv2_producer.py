@@ -60,6 +60,14 @@ class Tv2ProducerSpec(TransactionalProducerSpec):
     kind: Literal["tv2_producer"] = "tv2_producer"  # type: ignore[assignment]
     transaction_version: TransactionVersion = None
     misbehavior: MisbehaviorSpec = Field(default_factory=MisbehaviorSpec)
+    reinitializations: int = Field(
+        default=0,
+        ge=0,
+        le=32_767,
+        description="InitProducerId this many times more at init, as that many restarts "
+        "would: each bumps the epoch by one (32,766 reach the last usable epoch, as 32,766 "
+        "transactions do under TV2)",
+    )
 
     def problem_in(self, config: WorkloadConfig) -> str | None:
         total = sum(config.partitions(t) for t in self.topics)
@@ -75,7 +83,12 @@ def our_producer_config(worker: Worker, transactional_id: str) -> ProducerConfig
     from ..ours import our_config
 
     wrong = getattr(worker.spec, "misbehavior", None)
-    extra = {"misbehavior": Misbehavior(**wrong.client_misbehavior())} if wrong else {}
+    extra: dict[str, Any] = {}
+    if wrong:
+        extra["misbehavior"] = Misbehavior(**wrong.client_misbehavior())
+    restarts = getattr(worker.spec, "reinitializations", 0)
+    if restarts and not getattr(worker, "reinitialized", False):
+        extra["reinitializations"] = restarts  # once: a producer opened again goes on from there
     conf = worker.producer_conf(transactional_id)
     return our_config(conf, worker.spec.transaction_version, **extra)
 
@@ -110,6 +123,7 @@ class Tv2ProducerWorker(TransactionalProducerWorker):
     def __init__(self, spec: Any, ctx: WorkerContext, process: str, index: int) -> None:
         super().__init__(spec, ctx, process, index)
         self.steps = 0
+        self.reinitialized = False  # spec.reinitializations happen at the first open only
 
     def open_clients(self) -> None:
         from ..late_requests import LateRequestProducer
@@ -117,6 +131,7 @@ class Tv2ProducerWorker(TransactionalProducerWorker):
         late = self.spec.misbehavior.late_request != "none"
         client_class = LateRequestProducer if late else None
         self.client = our_producer(self, self.transactional_id, None, client_class)
+        self.reinitialized = True
 
     def transaction(self) -> Outcome:
         """Every ``late_every``-th one a late-request transaction pair, if asked for."""

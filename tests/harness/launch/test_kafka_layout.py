@@ -11,7 +11,9 @@ from txnchaos.harness.launch.errors import LaunchError
 from txnchaos.harness.launch.kafka.layout import (
     Addressing,
     KafkaLayout,
+    hosts_file,
     server_properties,
+    source_ip,
     split_settings,
 )
 from txnchaos.harness.launch.kafka.release import KafkaRelease, java_problem
@@ -56,7 +58,7 @@ def test_each_broker_has_a_listener_per_source_advertised_at_its_proxy(tmp_path:
     addressing = Addressing(
         client=("127.0.0.1", 5000),
         from_peer={1: ("127.0.0.1", 5011), 2: ("127.0.0.1", 5021)},
-        voters={1001: ("127.0.0.1", 5101)},
+        controllers={1001: "127.1.0.1"},
     )
     p = props(server_properties(layout, b1, tmp_path, addressing))
     assert p["process.roles"] == "broker" and p["node.id"] == "1"
@@ -68,15 +70,20 @@ def test_each_broker_has_a_listener_per_source_advertised_at_its_proxy(tmp_path:
     assert p["advertised.listeners"] == (
         "CLIENT://127.0.0.1:5000,FROM_1://127.0.0.1:5011,FROM_2://127.0.0.1:5021"
     )
-    assert p["controller.quorum.voters"] == "1001@127.0.0.1:5101"
+    port = layout.node(1001).controller_port
+    assert p["controller.quorum.voters"] == f"1001@kafka-n1001:{port}"
+    # the controller's name leads this broker to its own proxy of its link to the controller
+    assert hosts_file(layout, b1, addressing) == "127.0.0.1 localhost\n127.1.0.1 kafka-n1001\n"
+    assert source_ip(1) == "127.1.0.1" and source_ip(1001) == "127.1.3.233"
     assert p["transaction.max.timeout.ms"] == "60000"
     assert "transaction.version" not in p  # a feature level given to the storage format
     assert p["transaction.state.log.replication.factor"] == "2"
     controller = props(server_properties(layout, layout.node(1001), tmp_path, Addressing()))
     assert controller["process.roles"] == "controller"
-    port = layout.node(1001).controller_port
-    assert controller["controller.quorum.voters"] == f"1001@127.0.0.1:{port}"
-    assert "advertised.listeners" not in controller
+    assert controller["controller.quorum.voters"] == f"1001@kafka-n1001:{port}"
+    # KRaft followers fetch from what the leader advertises: its name, resolved per node
+    assert controller["advertised.listeners"] == f"CONTROLLER://kafka-n1001:{port}"
+    assert "127.0.0.1 kafka-n1001" in hosts_file(layout, layout.node(1001), Addressing())
 
 
 def test_settings_kafka_cannot_take_are_refused_by_name() -> None:
@@ -105,5 +112,9 @@ def test_releases() -> None:
     assert not old.kraft and not old.has_transaction_version
     assert java_problem(r, 11) == "Apache Kafka 4.4.0 needs Java 17 or newer (this is Java 11)"
     assert java_problem(r, 17) is None
+    assert java_problem(old, 17) is None and java_problem(old, 25) is None  # measured
+    ancient = KafkaRelease.parse("2.3.1")
+    assert ancient.scala == "2.12" and old.scala == "2.13"
+    assert "ZOOKEEPER-3779" in (java_problem(ancient, 17) or "")
     with pytest.raises(LaunchError, match="expects a release such as"):
         KafkaRelease.parse("4.x")

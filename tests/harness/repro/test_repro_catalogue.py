@@ -13,7 +13,13 @@ from pydantic import ValidationError
 
 from txnchaos.cluster.settings import SPECS
 from txnchaos.harness.repro.catalogue import SHIPPED, CatalogueError, find, load_catalogue
-from txnchaos.harness.repro.command import chosen, derived_scenario, matches, write_scenario
+from txnchaos.harness.repro.command import (
+    chosen,
+    derived_scenario,
+    matches,
+    unpredicted_release,
+    write_scenario,
+)
 from txnchaos.harness.repro.spec import Configuration, Prediction, ReproSpec
 from txnchaos.harness.run.scenario import load_scenario
 
@@ -26,7 +32,8 @@ def test_every_shipped_entry_has_a_bug_and_a_defense() -> None:
         assert any(c.expect.verdict == "invalid" and c.expect.anomalies for c in configs.values())
         assert any(c.expect.verdict == "valid" for c in configs.values())
         for c in configs.values():
-            assert set(c.settings) <= set(SPECS), c.settings  # settings a node knows
+            if c.kafka_version is None:
+                assert set(c.settings) <= set(SPECS), c.settings  # settings a node knows
 
 
 def test_choosing_configurations() -> None:
@@ -88,3 +95,54 @@ def test_invalid_entries_are_refused(tmp_path: Path) -> None:
         load_catalogue(tmp_path)
     with pytest.raises(CatalogueError, match="no reproduction catalogue"):
         load_catalogue(tmp_path / "missing")
+
+
+def test_configurations_on_apache_kafka_releases(tmp_path: Path) -> None:
+    entry = find("produce-after-abort", SHIPPED)
+    ours = ["tv0", "tv1", "tv2"]
+    on_kafka = list(chosen(entry, None, None, cluster="apache-kafka"))
+    assert on_kafka and all(entry.spec.configurations[n].kafka_version for n in on_kafka)
+    assert list(chosen(entry, None, None, cluster="txnchaos")) == ours
+    assert list(chosen(entry, None, None)) == [*on_kafka, *ours]
+    # --kafka-version V: the configurations on that release only
+    at_440 = chosen(entry, None, None, kafka_version="4.4.0")
+    assert at_440 and {c.kafka_version for c in at_440.values()} == {"4.4.0"}
+    assert chosen(entry, None, None, kafka_version="4.0.0") == {}
+    assert unpredicted_release(entry, "4.0.0") == "kafka-4.0.0"
+    # a release's configuration runs the entry on the kafka launcher at that release
+    name, config = next((n, c) for n, c in at_440.items() if c.expect.verdict == "invalid")
+    path = tmp_path / f"{name}.yaml"
+    write_scenario(derived_scenario(entry, config, seed=7), path)
+    scenario = load_scenario(path)
+    assert (scenario.cluster.launcher, scenario.cluster.kafka_version) == ("kafka", "4.4.0")
+    assert scenario.cluster.settings["transaction.partition.verification.enable"] is False
+    assert scenario.expect.verdict == "invalid" and scenario.seed == 7
+    # ... and our cluster's configurations keep the entry's launcher
+    ours_tv0 = derived_scenario(entry, entry.spec.configurations["tv0"], seed=None)
+    assert ours_tv0["cluster"]["launcher"] == "local"
+    # an unpredicted release: the entry as it is, on that release, nothing expected of it
+    plain = derived_scenario(entry, None, seed=None, kafka_version="4.0.0")
+    assert plain["cluster"]["kafka_version"] == "4.0.0" and plain["expect"]["verdict"] == "valid"
+
+
+def test_a_kafka_configuration_takes_kafka_settings_only(tmp_path: Path) -> None:
+    with pytest.raises(ValidationError, match="Apache Kafka has no such setting"):
+        Configuration(
+            kafka_version="4.4.0",
+            settings={"txnchaos.bug.coordinator.load.skips.pending.markers": True},
+            expect=Prediction(verdict="invalid", anomalies=["hanging_transactions"]),
+        )
+    with pytest.raises(ValidationError, match="kafka_version"):
+        Configuration(kafka_version="4.4", expect=Prediction(verdict="valid"))
+    # the entry's own settings must be Kafka's too, for a configuration on a release
+    data = yaml.safe_load((SHIPPED / "producer-state-expiry.yaml").read_text())
+    data["repro"]["configurations"]["kafka"] = {
+        "kafka_version": "4.4.0",
+        "expect": {"verdict": "valid"},
+    }
+    data["cluster"]["settings"]["txnchaos.bug.transaction.timeout.never.fires"] = True
+    (tmp_path / "entry.yaml").write_text(yaml.safe_dump(data))
+    with pytest.raises(CatalogueError, match=r"configuration kafka: txnchaos\.bug"):
+        load_catalogue(tmp_path)
+    entry = find("producer-state-expiry", SHIPPED)
+    assert unpredicted_release(entry, "4.4.0") == "kafka-4.4.0"

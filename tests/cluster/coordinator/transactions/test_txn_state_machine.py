@@ -105,6 +105,19 @@ def test_fence_bumps_epoch_and_forgets_last_epoch() -> None:
     assert (t.state, t.producer_epoch, t.last_producer_epoch) == (S.PREPARE_ABORT, 5, -1)
 
 
+def test_tv2_fence_bumps_once_and_keeps_the_fenced_epoch() -> None:
+    """Kafka 4.x: a coordinator's abort under TV2 bumps once (the end's bump), keeping the
+    fenced epoch as the last one, so the fenced producer's InitProducerId(id, epoch) is a
+    KIP-360 recovery answered with that one epoch."""
+    m = md(S.ONGOING, epoch=4, last_epoch=3)
+    t = m.prepare_fence_and_abort(9, transaction_version=2)
+    assert (t.state, t.producer_epoch, t.last_producer_epoch) == (S.PREPARE_ABORT, 5, 4)
+    m.apply(t)
+    m.apply(m.prepare_complete(10))
+    again = m.prepare_increment_epoch(100, 4, 11)
+    assert (again.producer_epoch, again.last_producer_epoch, again.state) == (5, 4, S.EMPTY)
+
+
 def test_increment_epoch_kip360_rules() -> None:
     m = md(S.COMPLETE_COMMIT, epoch=4, last_epoch=-1)
     # new instance: bump, no last epoch

@@ -220,19 +220,22 @@ async def test_timeout_of_a_tv2_transaction_fences_the_zombie(tmp_path: Path) ->
     h.clock.advance(5_000)
     assert h.coordinator.abort_timed_out_transactions() == ["tx"]
     await h.flush()
-    # Fenced at e0 + 2 and aborted with one more bump: e0 + 3 (Kafka's TV2 abort).
-    assert marker_identities(h.transport)[-1] == (pid, e0 + 3, False, 2)
+    # Fenced and aborted with the one bump of a TV2 end: e0 + 2 (Kafka 4.x).
+    assert marker_identities(h.transport)[-1] == (pid, e0 + 2, False, 2)
     md = h.coordinator.metadata("tx")
-    assert md is not None and (md.state, md.producer_epoch) == (S.COMPLETE_ABORT, e0 + 3)
-    # The zombie's abort does not pass for a retry of the coordinator's abort.
-    assert await h.end2(pid, e0 + 1, False) == (PRODUCER_FENCED, -1, -1)
-    assert await h.init(pid=pid, epoch=e0 + 1) == (PRODUCER_FENCED, -1, -1)
-    assert await h.init() == (NONE, pid, e0 + 4)
+    assert md is not None and (md.state, md.producer_epoch) == (S.COMPLETE_ABORT, e0 + 2)
+    # The fenced producer's commit is refused; its abort reads as a retry of the
+    # coordinator's; its InitProducerId(id, epoch) recovers onto that epoch (KIP-360).
+    assert await h.end2(pid, e0 + 1, True) == (INVALID_TXN_STATE, -1, -1)
+    assert await h.end2(pid, e0 + 1, False) == (NONE, pid, e0 + 2)
+    assert await h.init(pid=pid, epoch=e0 + 1) == (NONE, pid, e0 + 2)
+    assert await h.init() == (NONE, pid, e0 + 3)
 
 
 @async_test
-async def test_tv0_client_fence_keeps_one_bump_unless_the_cluster_is_tv2(tmp_path: Path) -> None:
-    for level, bumps in ((None, 1), (1, 1), (2, 2)):
+async def test_tv0_client_fence_bumps_once_at_every_level(tmp_path: Path) -> None:
+    """The fence follows the cluster's version (Kafka), and bumps once under TV2 too."""
+    for level, bumps in ((None, 1), (1, 1), (2, 1)):
         h = Harness(tmp_path / str(level), transaction_version=fixed_level(level)).start()
         _, pid, e0 = await h.init(timeout_ms=1_000)
         await begin(h, pid, e0)  # a TV0 client (AddPartitionsToTxn v3)

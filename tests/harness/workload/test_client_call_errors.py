@@ -1,0 +1,35 @@
+"""A librdkafka call that failed and then served a callback with its KafkaException still set
+raises SystemError caused by that KafkaException (seen on the nightly process mix: a fenced
+producer's flush, its statistics callback); the client wrappers raise the KafkaException, which
+the workers handle, instead of a SystemError that ended the workload."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from confluent_kafka import KafkaError, KafkaException
+
+from txnchaos.harness.workload.clients import DirectExecutor, run_client_call
+
+
+def _fenced_then_callback() -> None:
+    try:
+        raise KafkaException(KafkaError(KafkaError._FENCED, "fenced", fatal=True))
+    except KafkaException as exc:
+        raise SystemError("<method 'startswith' of 'str' objects> returned a result") from exc
+
+
+def test_the_kafka_error_is_raised_not_the_system_error() -> None:
+    with pytest.raises(KafkaException) as caught:
+        run_client_call(DirectExecutor(), _fenced_then_callback)
+    assert caught.value.args[0].code() == KafkaError._FENCED
+
+
+def test_other_errors_pass_through() -> None:
+    def broken() -> None:
+        raise SystemError("no cause")
+
+    with pytest.raises(SystemError, match="no cause"):
+        run_client_call(DirectExecutor(), broken)
+    assert run_client_call(DirectExecutor(), json.loads, "[1]") == [1]
