@@ -10,12 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.harness.repro.repro_runs import HANGING, assert_as_predicted, run_entry
+from tests.harness.repro.repro_runs import HANGING, assert_as_predicted, run_entry, spark_for
 
 pytestmark = pytest.mark.integration
 
 
 @pytest.mark.parametrize("name", HANGING)
-def test_the_bug_is_detected_and_the_defense_closes_it(name: str, tmp_path: Path) -> None:
+def test_the_bug_is_detected_and_the_defense_closes_it(
+    name: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
     out = tmp_path / name
-    assert_as_predicted(name, out, run_entry(name, out))
+    assert_as_predicted(name, out, run_entry(name, out), spark_for(name, request))

@@ -11,17 +11,17 @@ from pathlib import Path
 
 import pytest
 
-from tests.harness.repro.repro_runs import TWO_PHASE, assert_as_predicted, run_entry
+from tests.harness.repro.repro_runs import TWO_PHASE, assert_as_predicted, run_entry, spark_for
 
 pytestmark = pytest.mark.integration
 
 
 @pytest.mark.parametrize("name", TWO_PHASE)
 def test_the_prepared_transaction_is_lost_with_the_bug_and_kept_without(
-    name: str, tmp_path: Path
+    name: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     out = tmp_path / name
-    assert_as_predicted(name, out, run_entry(name, out))
+    assert_as_predicted(name, out, run_entry(name, out), spark_for(name, request))
     counts = json.loads((out / "bug" / "verdict.json").read_text())["checkers"]["dual_write"]
     assert counts["counts"]["database_only"] >= 1, counts
     assert counts["counts"]["kafka_only"] == 0, counts
