@@ -18,6 +18,7 @@ from .metric_rules import (
     LATE_BUFFER_MS,
     NAME,
     NODE_METRICS,
+    UNKNOWN_PRODUCER_ID,
     cut_short,
     late_at_end,
     late_too_early,
@@ -32,14 +33,16 @@ Sample = dict[str, Any]  #: a row of metrics.parquet
 
 def producers(ops: Sequence[Op]) -> dict[tuple[Any, Any], dict[int, bool]]:
     """Per (topic, partition) a send went to ((None, None) for a send without items): producer id
-    -> whether a send of it there was acknowledged."""
+    -> whether a send of it there was acknowledged (:data:`UNKNOWN_PRODUCER_ID` for sends
+    recorded without one)."""
     out: dict[tuple[Any, Any], dict[int, bool]] = {}
     for op in ops:
-        if op.type != EventType.SEND or op.producer_id is None:
+        if op.type != EventType.SEND:
             continue
+        pid = UNKNOWN_PRODUCER_ID if op.producer_id is None else op.producer_id
         for tp in [(it.topic, it.partition) for it in op.items] or [(None, None)]:
             known = out.setdefault(tp, {})
-            known[op.producer_id] = known.get(op.producer_id, False) or op.outcome == Outcome.OK
+            known[pid] = known.get(pid, False) or op.outcome == Outcome.OK
     return out
 
 
