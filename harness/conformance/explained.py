@@ -56,12 +56,17 @@ TV0_PENDING = Explanation(
     "(docs/findings/kafka-tv0-produce-v12-strands-the-id.md); ours leaves the id usable",
 )
 # The differences issue 34's outside audit listed (fixed on another branch).
-ADMIN_ABORT = being_fixed(
-    "KIP-664's admin abort: our cluster grants WriteTxnMarkers to client ids with an admin "
-    "prefix only (CLUSTER_AUTHORIZATION_FAILED otherwise); Kafka without an authorizer "
-    "takes it from any client (coordinator epoch -1)"
-)
 # Differences this suite found that are not fixed yet: what fixing each takes.
+ADMIN_ABORT = _open(
+    "a WriteTxnMarkers with coordinator epoch -1 (KIP-664's admin form): Kafka 4.4 takes it "
+    "as any coordinator's marker, so once the producer has a marker of coordinator epoch 0 "
+    "it is TRANSACTION_COORDINATOR_FENCED (stale epoch and nothing open alike); ours applies "
+    "KIP-664's admin rules to -1 (an open transaction, the exact epoch, no coordinator "
+    "fencing) and answers INVALID_TXN_STATE. Following Kafka means dropping those rules "
+    "(ProducerStateManager.validate_admin_marker, tests/cluster/broker/"
+    "test_admin_abort_markers.py); Kafka's own abort tool sends the coordinator epoch "
+    "DescribeProducers shows, which passes on both"
+)
 NOT_SERVED = _open(
     "TxnOffsetCommit v6 (TRANSACTION_ABORTABLE, KIP-890) is not served: kio 0.6.5, which "
     "decodes our requests, has no v6 schema (its TxnOffsetCommit stops at v5); serving it "
