@@ -7,8 +7,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .reference.metric_rules import UNKNOWN_PRODUCER_ID
-
 SEC = 1_000_000_000
 
 
@@ -70,9 +68,9 @@ def summary_of_rows(rows: list[Any]) -> tuple[Summary, Extents]:
             tp = (r["topic"], r["partition"])
             if tp[0] is not None and tp[1] is not None:
                 partitions.add(tp)
-            pid = UNKNOWN_PRODUCER_ID if r["pid"] is None else r["pid"]
-            known = producers.setdefault(tp, {})
-            known[pid] = known.get(pid, False) or bool(r["acked"])
+            if r["pid"] is not None:
+                known = producers.setdefault(tp, {})
+                known[r["pid"]] = known.get(r["pid"], False) or bool(r["acked"])
             lo_op, hi_op = min(lo_op, r["ops"]), max(hi_op, r["op_id"])
             if r["min_off"] is not None:
                 lo_off, hi_off = min(lo_off, r["min_off"]), max(hi_off, r["max_off"])

@@ -40,6 +40,7 @@ from typing import Any
 
 from pyspark.sql import functions as F
 
+from ...harness.history.schema import EventType
 from ...harness.history.schema import MetricName as M
 from ..reference.metric_rules import (
     COUNTERS,
@@ -97,7 +98,20 @@ def check(ctx: CheckContext) -> CheckOutput:
     if M.PRODUCER_ID_COUNT.value in names:
         # producer ids per partition come from the summary pass (no extra scan of the history)
         pids = [r for r in last if r["name"] == M.PRODUCER_ID_COUNT.value]
-        producer_id_count(out, ctx.proj.summary.producers, fs, pids, lower_bound=not short)
+        h = ctx.data.history
+        unnamed = bool(
+            h.filter((F.col("type") == EventType.SEND.value) & F.col("producer_id").isNull())
+            .limit(1)
+            .count()
+        )
+        producer_id_count(
+            out,
+            ctx.proj.summary.producers,
+            fs,
+            pids,
+            lower_bound=not short,
+            unnamed_sends=unnamed,
+        )
     if any(c in names for c in COUNTERS):
         check_counters(ctx, out, m)
     if missing:  # never valid on what was not seen

@@ -14,8 +14,6 @@ from ...harness.history.schema import MetricName as M
 from .rows import row
 
 NAME = "metrics"
-#: the producer id key of sends recorded without one (librdkafka names it late)
-UNKNOWN_PRODUCER_ID = -1
 KINDS: tuple[str, ...] = (
     "late_transactions_count",
     "lso_lag",
@@ -161,30 +159,23 @@ def producer_id_count(
     fs: FinalState | None,
     latest: list[Sample],
     lower_bound: bool = True,
+    unnamed_sends: bool = False,
 ) -> None:
     """(c) ProducerIdCount summed over nodes between the producer ids with an acknowledged
     write and, per partition, the ids that tried to write there times its replicas.
     ``producers``: per (topic, partition), producer id -> whether a write was acknowledged;
-    ``lower_bound`` False: only the upper bound is checked (a run cut short).  A send recorded
-    without its producer id (:data:`UNKNOWN_PRODUCER_ID`) leaves the upper bound unchecked."""
-    lower = len(
-        {
-            pid
-            for pids in producers.values()
-            for pid, acked in pids.items()
-            if acked and pid != UNKNOWN_PRODUCER_ID
-        }
-    )
+    ``lower_bound`` False: only the upper bound is checked (a run cut short).  ``unnamed_sends``:
+    some send was recorded without its producer id, which leaves the upper bound unchecked."""
+    lower = len({pid for pids in producers.values() for pid, acked in pids.items() if acked})
     if not lower_bound:
         lower = 0
     n_by_tp = {tp: len(pids) for tp, pids in producers.items()}
-    unnamed = any(UNKNOWN_PRODUCER_ID in pids for pids in producers.values())
     replicas = {
         (p["topic"], p["partition"]): len(p.get("replicas") or [])
         for p in (fs["partitions"] if fs is not None else [])
     }
     upper: int | None = None
-    if unnamed:  # a writer the history cannot name: the nodes may count it, nothing bounds it
+    if unnamed_sends:  # a writer the history cannot name: the nodes may count it, nothing bounds it
         out.notes.append(
             "ProducerIdCount's upper bound is not checked: some sends were recorded without "
             "their producer id (librdkafka's statistics had not named it yet)"

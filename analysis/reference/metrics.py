@@ -18,7 +18,6 @@ from .metric_rules import (
     LATE_BUFFER_MS,
     NAME,
     NODE_METRICS,
-    UNKNOWN_PRODUCER_ID,
     cut_short,
     late_at_end,
     late_too_early,
@@ -33,16 +32,14 @@ Sample = dict[str, Any]  #: a row of metrics.parquet
 
 def producers(ops: Sequence[Op]) -> dict[tuple[Any, Any], dict[int, bool]]:
     """Per (topic, partition) a send went to ((None, None) for a send without items): producer id
-    -> whether a send of it there was acknowledged (:data:`UNKNOWN_PRODUCER_ID` for sends
-    recorded without one)."""
+    -> whether a send of it there was acknowledged."""
     out: dict[tuple[Any, Any], dict[int, bool]] = {}
     for op in ops:
-        if op.type != EventType.SEND:
+        if op.type != EventType.SEND or op.producer_id is None:
             continue
-        pid = UNKNOWN_PRODUCER_ID if op.producer_id is None else op.producer_id
         for tp in [(it.topic, it.partition) for it in op.items] or [(None, None)]:
             known = out.setdefault(tp, {})
-            known[pid] = known.get(pid, False) or op.outcome == Outcome.OK
+            known[op.producer_id] = known.get(op.producer_id, False) or op.outcome == Outcome.OK
     return out
 
 
@@ -84,7 +81,10 @@ def metrics(ix: Indexes, facts: RunFacts) -> Judged:
             lso_lag(out, fs, [r for r in last if r["name"] == M.LAST_STABLE_OFFSET_LAG.value])
     if M.PRODUCER_ID_COUNT.value in names:
         pids = [r for r in last if r["name"] == M.PRODUCER_ID_COUNT.value]
-        producer_id_count(out, producers(ix.ops), fs, pids, lower_bound=not short)
+        unnamed = any(op.type == EventType.SEND and op.producer_id is None for op in ix.ops)
+        producer_id_count(
+            out, producers(ix.ops), fs, pids, lower_bound=not short, unnamed_sends=unnamed
+        )
     if any(c in names for c in COUNTERS):
         judge_counters(ix, facts, out, samples)
     if missing:  # never valid on what was not seen
