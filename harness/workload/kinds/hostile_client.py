@@ -237,8 +237,9 @@ class HostileClientWorker(Tv2ProducerWorker):
         from ...clients import GroupMetadata
 
         c = self.c()
-        begun = time.monotonic()
         txn = self.begin()
+        # before the transaction's first request: the coordinator's timeout starts later
+        begun = time.monotonic()
         tp = self.honest_record(txn)
         if tp is None:
             return self.end(txn, commit=False)
@@ -255,11 +256,12 @@ class HostileClientWorker(Tv2ProducerWorker):
             self.spec.op_timeout_s,
         )
         # the offset is pending in the group: a stable fetch must be refused; only while the
-        # transaction is surely still open (well within its timeout: a coordinator that aborted
-        # it would rightly answer the last committed offset)
+        # transaction is surely still open (within half its timeout, leaving the other half for
+        # the request to arrive: a coordinator that aborted it would rightly answer the last
+        # committed offset)
         if (
             not c.txn_abortable
-            and time.monotonic() - begun < self.spec.transaction_timeout_ms / 4000
+            and time.monotonic() - begun < self.spec.transaction_timeout_ms / 2000
         ):
             ids = c.ids()
             send = c.offset_fetch_stable(self.offsets_group, topic, partition)
