@@ -92,6 +92,12 @@ class GeventExecutor:
         import gevent
 
         self._gevent = gevent
+        # gevent takes SystemError for a system error and throws it into the main greenlet
+        # (ending the workload) even when the caller handles it; librdkafka's binding raises
+        # one from a fenced producer's calls (run_client_call), which the callers handle
+        from gevent.hub import Hub
+
+        Hub.SYSTEM_ERROR = tuple(e for e in Hub.SYSTEM_ERROR if e is not SystemError)
         pool = gevent.get_hub().threadpool
         if pool.maxsize < min_threads:
             pool.maxsize = min_threads

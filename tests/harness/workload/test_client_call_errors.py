@@ -41,3 +41,13 @@ def test_other_calls_pass_through() -> None:
     assert run_client_call(DirectExecutor(), json.loads, "[1]") == [1]
     with pytest.raises(ValueError):
         run_client_call(DirectExecutor(), json.loads, "[")
+
+
+def test_gevent_does_not_rethrow_a_handled_system_error_into_the_main_greenlet() -> None:
+    from gevent.hub import Hub
+
+    from txnchaos.harness.workload.clients import GeventExecutor
+
+    GeventExecutor(min_threads=1)
+    assert SystemError not in Hub.SYSTEM_ERROR
+    assert KeyboardInterrupt in Hub.SYSTEM_ERROR and SystemExit in Hub.SYSTEM_ERROR
