@@ -208,6 +208,7 @@ class KafkaCluster:
             directory / "data",
             self.addressing.get(node.id),
             kraft=self.release.kraft,
+            advertise_controller=self.release.controller_advertises,
         )
         path.write_text(text)
         return path
