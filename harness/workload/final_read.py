@@ -34,6 +34,13 @@ from .config import TopicSpec
 FINAL_READER = "final-reader"
 #: seconds between two ListOffsets of the final read that got a retriable error
 RETRY_S = 0.5
+#: the final read's answers that mean "a partition has no leader now", asked again: a
+#: partition's LEADER_NOT_AVAILABLE / NOT_LEADER_OR_FOLLOWER (their KafkaError from an admin
+#: future does not say retriable), and librdkafka's own _NOENT "No leaders found" when no
+#: partition asked has one
+LEADERLESS = frozenset(
+    {KafkaError.LEADER_NOT_AVAILABLE, KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError._NOENT}
+)
 #: librdkafka's own log lines (disconnects while nodes are down, ...) go to the harness
 #: log, not to the terminal.
 CLIENT_LOG = logging.getLogger("txnchaos.librdkafka")
@@ -147,7 +154,9 @@ def list_ends(
                 res = _wait(futs, deadline)
             except KafkaException as e:
                 error = e.args[0] if e.args else None
-                retriable = isinstance(error, KafkaError) and error.retriable()
+                retriable = isinstance(error, KafkaError) and (
+                    error.retriable() or error.code() in LEADERLESS
+                )
                 if not retriable or time.monotonic() + RETRY_S > deadline:
                     raise
                 time.sleep(RETRY_S)

@@ -298,16 +298,17 @@ def test_the_final_reads_ends_wait_for_a_partition_without_a_leader(kafka: Kafka
     )
     reader.start()  # asks while broker 2's JVM starts again (seconds): LEADER_NOT_AVAILABLE
     kafka.restart(2)
-    reader.join(180)
+    reader.join(360)
     assert len(got) == 1 and isinstance(got[0], list), got
     assert [(e.topic, e.partition) for e in got[0]] == [(topic, 0)]
 
 
 def _ends_or_error(bootstrap: str, topic: str) -> object:
+    started = time.monotonic()
     try:
-        return list_ends(bootstrap, {topic: 1}, timeout_s=150)
-    except Exception as exc:  # the test shows it
-        return exc
+        return list_ends(bootstrap, {topic: 1}, timeout_s=300)
+    except Exception as exc:  # the test shows it, with how long it tried
+        return (f"after {time.monotonic() - started:.0f} s", exc)
 
 
 SCRIPT = """
