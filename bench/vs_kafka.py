@@ -133,7 +133,10 @@ class Target:
         mixes in the brokers' verification requests)."""
         served = busy = 0.0
         for url in self.metrics:
-            text = urllib.request.urlopen(url, timeout=10).read().decode()
+            try:  # a JMX exporter at load 80 took over 10 s to answer
+                text = urllib.request.urlopen(url, timeout=60).read().decode()
+            except OSError:
+                return float("nan"), float("nan")
             for line in text.splitlines():
                 m = _KAFKA_REQ.match(line)
                 if m:

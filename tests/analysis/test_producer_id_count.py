@@ -1,0 +1,48 @@
+"""Rule (c) of the metrics checker, ProducerIdCount, on the nodes' last scrapes: its lower
+bound (every producer id acknowledged over the run) holds only against fresh scrapes. Found
+on Apache Kafka 4.4.0 at load 77 (bench/kafka_matrix.py, nightly-network TV2 seed 3): the JMX
+exporters stopped answering within the scraper's timeout once the workload ran, their last
+scrapes 94-98 s before the final state held 2 producer ids of 3, and the run was judged
+invalid. Both engines call this one function."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from txnchaos.analysis.reference.metric_rules import KINDS, NAME, producer_id_count
+from txnchaos.analysis.reference.rows import Judged
+
+S = 1_000_000_000
+CAPTURED = 200 * S
+PRODUCERS = {("events", 0): {1: True, 2: True}, ("events", 1): {3: True}}
+FINAL: Any = {
+    "captured_ns": CAPTURED,
+    "partitions": [
+        {"topic": "events", "partition": 0, "replicas": [1]},
+        {"topic": "events", "partition": 1, "replicas": [2]},
+    ],
+}
+
+
+def judge(scrapes: dict[str, tuple[int, float]], lower_bound: bool = True) -> Judged:
+    out = Judged(NAME, KINDS)
+    latest = [{"node": n, "t": t, "value": v} for n, (t, v) in scrapes.items()]
+    producer_id_count(out, PRODUCERS, FINAL, latest, lower_bound=lower_bound)
+    return out
+
+
+def test_a_fresh_undercount_is_an_anomaly() -> None:
+    out = judge({"node-1": (CAPTURED - S, 0.0), "node-2": (CAPTURED + S, 2.0)})
+    assert [r for r in out.rows if r["kind"] == "producer_id_count"]
+
+
+def test_a_stale_scrape_leaves_the_lower_bound_unchecked_with_a_note() -> None:
+    out = judge({"node-1": (CAPTURED - 98 * S, 0.0), "node-2": (CAPTURED - 94 * S, 2.0)})
+    assert out.rows == []
+    assert any("lower bound not checked" in n and "98 s" in n for n in out.notes)
+    assert out.checked["producer_id_count"] == 1
+
+
+def test_a_stale_scrape_still_has_the_upper_bound() -> None:
+    out = judge({"node-1": (CAPTURED - 98 * S, 9.0), "node-2": (CAPTURED - 94 * S, 0.0)})
+    assert [r for r in out.rows if r["kind"] == "producer_id_count"]
