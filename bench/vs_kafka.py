@@ -289,7 +289,8 @@ def main() -> None:
     root = Path(tempfile.mkdtemp(prefix="txnchaos-bench-vs-kafka-"))
     targets: list[Target] = []
     try:
-        targets = [start_ours(root), start_kafka(root, args.kafka_version)]
+        targets.append(start_ours(root))  # one by one: a failed start still stops the other
+        targets.append(start_kafka(root, args.kafka_version))
         for t in targets:
             create_topics(t.bootstrap)
         print(
