@@ -49,6 +49,7 @@ from ..reference.metric_rules import (
     NAME,
     NODE_METRICS,
     cut_short,
+    ids_may_expire,
     late_at_end,
     late_too_early,
     lso_lag,
@@ -96,6 +97,9 @@ def check(ctx: CheckContext) -> CheckOutput:
         else:
             lso_lag(out, fs, [r for r in last if r["name"] == M.LAST_STABLE_OFFSET_LAG.value])
     if M.PRODUCER_ID_COUNT.value in names:
+        expiring = ids_may_expire(ctx.data.run.info)
+        if expiring:
+            out.notes.append(expiring)
         # producer ids per partition come from the summary pass (no extra scan of the history)
         pids = [r for r in last if r["name"] == M.PRODUCER_ID_COUNT.value]
         h = ctx.data.history
@@ -109,7 +113,7 @@ def check(ctx: CheckContext) -> CheckOutput:
             ctx.proj.summary.producers,
             fs,
             pids,
-            lower_bound=not short,
+            lower_bound=not short and not expiring,
             unnamed_sends=unnamed,
         )
     if any(c in names for c in COUNTERS):

@@ -63,6 +63,44 @@ def unexposed(missing: list[str], judged: list[str], info: Mapping[str, Any]) ->
     return f"not judged: {told}{rest}"
 
 
+def producer_id_expiration_ms(info: Mapping[str, Any]) -> int | None:
+    """The cluster's ``producer.id.expiration.ms`` as run.json's cluster settings name it
+    (``key=value`` strings, or a mapping), or None when the run does not set it."""
+    cluster = info.get("cluster")
+    if not isinstance(cluster, Mapping):
+        return None
+    for source in (cluster.get("spec"), cluster):
+        settings = source.get("settings") if isinstance(source, Mapping) else None
+        if isinstance(settings, Mapping):
+            pairs: list[list[Any]] = [[str(k), settings[k]] for k in settings]
+        else:
+            pairs = [s.split("=", 1) for s in settings or [] if isinstance(s, str)]
+        for pair in pairs:
+            if len(pair) == 2 and str(pair[0]).strip() == "producer.id.expiration.ms":
+                try:
+                    return int(str(pair[1]).strip())
+                except ValueError:
+                    return None
+    return None
+
+
+def ids_may_expire(info: Mapping[str, Any]) -> str | None:
+    """Why ProducerIdCount's lower bound is left unchecked on a run whose producer ids may
+    have expired before the last scrape (``producer.id.expiration.ms`` set shorter than the
+    run: a partition forgets an idle producer id, so the nodes count fewer ids than wrote),
+    or None."""
+    expiration = producer_id_expiration_ms(info)
+    if expiration is None:
+        return None
+    started, ended = info.get("started_ns"), info.get("ended_ns")
+    if isinstance(started, int) and isinstance(ended, int) and ended - started <= expiration * 1e6:
+        return None
+    return (
+        f"ProducerIdCount's lower bound is not checked: producer.id.expiration.ms is "
+        f"{expiration} ms, shorter than the run, so ids that stopped writing may have expired"
+    )
+
+
 def cut_short(info: Mapping[str, Any]) -> str | None:
     """Why the lower bounds of (c) and (d) are left unchecked on a run that did not complete
     (run.json ``complete`` false: interrupted, or its harness failed), or None.  Such a run has

@@ -19,6 +19,7 @@ from .metric_rules import (
     NAME,
     NODE_METRICS,
     cut_short,
+    ids_may_expire,
     late_at_end,
     late_too_early,
     lso_lag,
@@ -80,10 +81,18 @@ def metrics(ix: Indexes, facts: RunFacts) -> Judged:
         else:
             lso_lag(out, fs, [r for r in last if r["name"] == M.LAST_STABLE_OFFSET_LAG.value])
     if M.PRODUCER_ID_COUNT.value in names:
+        expiring = ids_may_expire(facts.info)
+        if expiring:
+            out.notes.append(expiring)
         pids = [r for r in last if r["name"] == M.PRODUCER_ID_COUNT.value]
         unnamed = any(op.type == EventType.SEND and op.producer_id is None for op in ix.ops)
         producer_id_count(
-            out, producers(ix.ops), fs, pids, lower_bound=not short, unnamed_sends=unnamed
+            out,
+            producers(ix.ops),
+            fs,
+            pids,
+            lower_bound=not short and not expiring,
+            unnamed_sends=unnamed,
         )
     if any(c in names for c in COUNTERS):
         judge_counters(ix, facts, out, samples)

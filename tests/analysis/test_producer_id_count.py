@@ -9,7 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from txnchaos.analysis.reference.metric_rules import KINDS, NAME, producer_id_count
+from txnchaos.analysis.reference.metric_rules import (
+    KINDS,
+    NAME,
+    ids_may_expire,
+    producer_id_count,
+)
 from txnchaos.analysis.reference.rows import Judged
 
 S = 1_000_000_000
@@ -46,3 +51,31 @@ def test_a_stale_scrape_leaves_the_lower_bound_unchecked_with_a_note() -> None:
 def test_a_stale_scrape_still_has_the_upper_bound() -> None:
     out = judge({"node-1": (CAPTURED - 98 * S, 9.0), "node-2": (CAPTURED - 94 * S, 0.0)})
     assert [r for r in out.rows if r["kind"] == "producer_id_count"]
+
+
+def test_sends_without_a_producer_id_leave_the_upper_bound_unchecked() -> None:
+    out = Judged(NAME, KINDS)
+    latest = [{"node": "node-1", "t": CAPTURED, "value": 9.0}]
+    producer_id_count(out, PRODUCERS, FINAL, latest, unnamed_sends=True)
+    assert out.rows == []
+    assert any(n.startswith("ProducerIdCount's upper bound is not checked") for n in out.notes)
+
+
+def run_info(settings: Any, seconds: int = 30) -> dict[str, Any]:
+    return {
+        "started_ns": 0,
+        "ended_ns": seconds * S,
+        "cluster": {"spec": {"settings": settings}},
+    }
+
+
+def test_producer_ids_that_may_expire_leave_the_lower_bound_unchecked() -> None:
+    """producer.id.expiration.ms shorter than the run: a partition forgets an idle producer
+    id, so the nodes rightly count fewer ids than wrote (the KAFKA-9144 catalogue entry sets
+    2 s; its defended configuration was judged invalid for an undercount)."""
+    expiring = ids_may_expire(run_info(["producer.id.expiration.ms=2000"]))
+    assert expiring is not None and "2000 ms" in expiring
+    assert ids_may_expire(run_info({"producer.id.expiration.ms": "2000"})) is not None
+    assert ids_may_expire(run_info(["producer.id.expiration.ms=60000"])) is None  # > the run
+    assert ids_may_expire(run_info(["transaction.max.timeout.ms=2000"])) is None
+    assert ids_may_expire({}) is None
