@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol
 
+from ...harness.history.cluster_identity import cluster_settings
 from ...harness.history.final_state import FinalState
 from ...harness.history.schema import MetricName as M
 from .rows import row
@@ -64,23 +65,15 @@ def unexposed(missing: list[str], judged: list[str], info: Mapping[str, Any]) ->
 
 
 def producer_id_expiration_ms(info: Mapping[str, Any]) -> int | None:
-    """The cluster's ``producer.id.expiration.ms`` as run.json's cluster settings name it
-    (``key=value`` strings, or a mapping), or None when the run does not set it."""
-    cluster = info.get("cluster")
-    if not isinstance(cluster, Mapping):
-        return None
-    for source in (cluster.get("spec"), cluster):
-        settings = source.get("settings") if isinstance(source, Mapping) else None
-        if isinstance(settings, Mapping):
-            pairs: list[list[Any]] = [[str(k), settings[k]] for k in settings]
-        else:
-            pairs = [s.split("=", 1) for s in settings or [] if isinstance(s, str)]
-        for pair in pairs:
-            if len(pair) == 2 and str(pair[0]).strip() == "producer.id.expiration.ms":
-                try:
-                    return int(str(pair[1]).strip())
-                except ValueError:
-                    return None
+    """The cluster's ``producer.id.expiration.ms`` as run.json's cluster settings name it, or
+    None when the run does not set it."""
+    for setting in cluster_settings(info):
+        key, sep, value = setting.partition("=")
+        if sep and key.strip() == "producer.id.expiration.ms":
+            try:
+                return int(value.strip())
+            except ValueError:
+                return None
     return None
 
 

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ...harness.history.cluster_identity import cluster_settings
 from ...harness.repro.resemblance import resembling
 from ..fault_actions import FaultAction
 from ..verdict import INVALID, UNKNOWN, Verdict
@@ -174,9 +175,7 @@ def summary_paragraph(v: Verdict, actions: list[FaultAction], t0: int) -> str:
 
 def run_settings(v: Verdict) -> list[str]:
     """The cluster's ``key=value`` settings as run.json records them (local and docker)."""
-    spec = (v.run.get("cluster") or {}).get("spec") or {}
-    settings = spec.get("settings") if isinstance(spec, dict) else None
-    return [str(s) for s in settings] if isinstance(settings, list) else []
+    return cluster_settings(v.run)
 
 
 @dataclass
