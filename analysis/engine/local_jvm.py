@@ -118,11 +118,19 @@ def _compiler_directives() -> Path:
     return _temp_file("txnchaos-jit", ".json", json.dumps(directives, indent=1))
 
 
+#: the code cache of a C1-only JVM (its default, 48 MB, fills in a long-lived session)
+QUICK_CODE_CACHE = "240m"
+
+
 def jit_options(mode: str) -> list[str]:
     """JVM options for a JIT mode: C1 only (``quick``), or tiered with the driver-side
     classes kept out of C2 (``full``)."""
     if mode == "quick":
-        return ["-XX:TieredStopAtLevel=1"]
+        # C1 alone gets a 48 MB code cache; a session that judges run after run (a nightly, a
+        # repro, the test suite's) filled it after ~20 minutes, and the JVM then stopped
+        # compiling for good ("CodeCache is full. Compiler has been disabled"): the tiered
+        # default's size
+        return ["-XX:TieredStopAtLevel=1", f"-XX:ReservedCodeCacheSize={QUICK_CODE_CACHE}"]
     directives = _compiler_directives()
     return ["-XX:+UnlockDiagnosticVMOptions", f"-XX:CompilerDirectivesFile={directives}"]
 

@@ -62,8 +62,10 @@ def test_local_cores(master: str, cores: int) -> None:
     assert local_cores(master) == cores
 
 
-def test_quick_jit_is_c1_only() -> None:
-    assert jit_options("quick") == ["-XX:TieredStopAtLevel=1"]
+def test_quick_jit_is_c1_only_with_the_tiered_code_cache() -> None:
+    """C1 alone gets a 48 MB code cache by default, which a long-lived session fills (the
+    JVM then stops compiling): the quick JIT asks for the tiered default's 240 MB."""
+    assert jit_options("quick") == ["-XX:TieredStopAtLevel=1", "-XX:ReservedCodeCacheSize=240m"]
 
 
 def _directives_file(options: list[str]) -> Path:
