@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..rundir.cluster_identity import cluster_settings
 from ..rundir.verdict_file import (
     INVALID,
     UNKNOWN,
@@ -146,9 +147,7 @@ class Verdict:
 
 def run_settings(run: dict[str, Any]) -> list[str]:
     """The cluster's ``key=value`` settings as run.json records them (local and docker)."""
-    spec = (run.get("cluster") or {}).get("spec") or {}
-    settings = spec.get("settings") if isinstance(spec, dict) else None
-    return [str(s) for s in settings] if isinstance(settings, list) else []
+    return cluster_settings(run)
 
 
 def resemblance(verdict: Verdict, resembles: Resembles | None) -> list[str]:

@@ -351,8 +351,8 @@ FIRST_ROUND: tuple[Mutant, ...] = (
         "to-fence-abort-no-bump",
         "timeouts",
         "coordinator/transactions/metadata.py",
-        "        fenced = min(base + 1, MAX_EPOCH)\n        if not supports_epoch_bump",
-        "        fenced = base\n        if not supports_epoch_bump",
+        "        fenced = min(base + 1, MAX_EPOCH)\n",
+        "        fenced = base\n",
         "aborting a timed-out (or fenced) transaction does not bump the producer epoch, so "
         "the old instance is not fenced",
     ),

@@ -44,7 +44,8 @@ from mutants import BY_NAME, CANARY, CATEGORIES, MUTANTS, Mutant
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_SCENARIOS = tuple(sorted((ROOT / "scenarios" / "nightly").glob("*.yaml")))
 BASELINE = "none"
-RUN_TIMEOUT_S = 360
+#: one run plus its verdict; generous: on a shared 2-core machine at load 100 runs took 230-340 s
+RUN_TIMEOUT_S = 600
 
 
 class MutantError(Exception):

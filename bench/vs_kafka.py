@@ -133,7 +133,10 @@ class Target:
         mixes in the brokers' verification requests)."""
         served = busy = 0.0
         for url in self.metrics:
-            text = urllib.request.urlopen(url, timeout=10).read().decode()
+            try:  # a JMX exporter at load 80 took over 10 s to answer
+                text = urllib.request.urlopen(url, timeout=60).read().decode()
+            except OSError:
+                return float("nan"), float("nan")
             for line in text.splitlines():
                 m = _KAFKA_REQ.match(line)
                 if m:
@@ -286,7 +289,8 @@ def main() -> None:
     root = Path(tempfile.mkdtemp(prefix="txnchaos-bench-vs-kafka-"))
     targets: list[Target] = []
     try:
-        targets = [start_ours(root), start_kafka(root, args.kafka_version)]
+        targets.append(start_ours(root))  # one by one: a failed start still stops the other
+        targets.append(start_kafka(root, args.kafka_version))
         for t in targets:
             create_topics(t.bootstrap)
         print(

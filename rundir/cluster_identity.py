@@ -39,6 +39,17 @@ def cluster_identity(info: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+def cluster_settings(info: Mapping[str, Any]) -> list[str]:
+    """The cluster's ``key=value`` settings as run.json records them (``cluster.spec.settings``:
+    the local and docker launchers write a list of such strings; a mapping is read as one)."""
+    cluster = info.get("cluster")
+    spec = cluster.get("spec") if isinstance(cluster, Mapping) else None
+    settings = spec.get("settings") if isinstance(spec, Mapping) else None
+    if isinstance(settings, Mapping):
+        return [f"{k}={v}" for k, v in settings.items()]
+    return [str(s) for s in settings] if isinstance(settings, list) else []
+
+
 def describe_cluster(identity: Mapping[str, Any]) -> str:
     """``apache-kafka 4.1.1, transaction.version 2`` (unknown parts said so)."""
     flavour = identity.get("flavour") or "unknown cluster"

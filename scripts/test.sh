@@ -74,7 +74,7 @@ set +e
 [ "$#" -gt 0 ] || set -- tests
 # --continue-on-collection-errors: one module that fails to import must not hide the rest.
 .venv/bin/python -m pytest -p no:cacheprovider --continue-on-collection-errors \
-    --timeout="${TXNCHAOS_TEST_TIMEOUT:-300}" --durations=15 \
+    --timeout="${TXNCHAOS_TEST_TIMEOUT:-300}" --durations=40 \
     -n "${TXNCHAOS_TEST_WORKERS:-2}" --dist loadfile "$@" 2>&1 | tee "$PYLOG"
 pytest_status=${PIPESTATUS[0]}
 set -e

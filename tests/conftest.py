@@ -14,6 +14,8 @@ from txnchaos.harness.launch.local import LocalCluster
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+    from tests.spark_session import TestSessions
+
 
 def child_commands(pid: int) -> list[str]:
     """The command lines of the live child processes of ``pid`` (from /proc)."""
@@ -67,11 +69,18 @@ def fresh_cluster(tmp_path: Path) -> Iterator[LocalCluster]:
 
 
 @pytest.fixture(scope="session")
-def spark() -> Iterator[SparkSession]:
-    """One SparkSession for every test that judges with Spark (starting Spark costs seconds;
-    imported here only when a test asks for it)."""
-    from txnchaos.analysis.spark import get_session
+def spark_sessions() -> Iterator[TestSessions]:
+    """The one Spark session of this test process (see tests/spark_session.py)."""
+    from tests.spark_session import TestSessions
 
-    session = get_session("local[2]", app_name="txnchaos-analysis-tests")
-    yield session
-    session.stop()
+    sessions = TestSessions()
+    yield sessions
+    sessions.stop()
+
+
+@pytest.fixture
+def spark(spark_sessions: TestSessions) -> SparkSession:
+    """One SparkSession for every test that judges with Spark (starting Spark costs seconds;
+    imported here only when a test asks for it), replaced when a timed-out test left it out
+    of step."""
+    return spark_sessions.current()

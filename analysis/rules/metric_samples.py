@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ...rundir.cluster_identity import cluster_settings
 from ...rundir.final_state import FinalState
 from ...rundir.schema import MetricName as M
 from ..model.judged import Findings, row
@@ -52,6 +53,36 @@ def unexposed(missing: list[str], judged: list[str], info: Mapping[str, Any]) ->
     told = "; ".join(f"{m}: {reasons.get(m) or default}" for m in missing)
     rest = f"; judged without anomalies: {', '.join(judged)}" if judged else ""
     return f"not judged: {told}{rest}"
+
+
+def producer_id_expiration_ms(info: Mapping[str, Any]) -> int | None:
+    """The cluster's ``producer.id.expiration.ms`` as run.json's cluster settings name it, or
+    None when the run does not set it."""
+    for setting in cluster_settings(info):
+        key, sep, value = setting.partition("=")
+        if sep and key.strip() == "producer.id.expiration.ms":
+            try:
+                return int(value.strip())
+            except ValueError:
+                return None
+    return None
+
+
+def ids_may_expire(info: Mapping[str, Any]) -> str | None:
+    """Why ProducerIdCount's lower bound is left unchecked on a run whose producer ids may
+    have expired before the last scrape (``producer.id.expiration.ms`` set shorter than the
+    run: a partition forgets an idle producer id, so the nodes count fewer ids than wrote),
+    or None."""
+    expiration = producer_id_expiration_ms(info)
+    if expiration is None:
+        return None
+    started, ended = info.get("started_ns"), info.get("ended_ns")
+    if isinstance(started, int) and isinstance(ended, int) and ended - started <= expiration * 1e6:
+        return None
+    return (
+        f"ProducerIdCount's lower bound is not checked: producer.id.expiration.ms is "
+        f"{expiration} ms, shorter than the run, so ids that stopped writing may have expired"
+    )
 
 
 def cut_short(info: Mapping[str, Any]) -> str | None:
@@ -150,12 +181,27 @@ def producer_id_count(
     fs: FinalState | None,
     latest: list[Sample],
     lower_bound: bool = True,
+    unnamed_sends: bool = False,
 ) -> None:
     """(c) ProducerIdCount summed over nodes between the producer ids with an acknowledged
     write and, per partition, the ids that tried to write there times its replicas.
     ``producers``: per (topic, partition), producer id -> whether a write was acknowledged;
-    ``lower_bound`` False: only the upper bound is checked (a run cut short)."""
+    ``lower_bound`` False: only the upper bound is checked (a run cut short). The lower bound
+    counts the ids acknowledged over the whole run, so it is checked only when every node's
+    last scrape is fresh (no earlier than ``LAG_FRESHNESS_NS`` before the final state was
+    captured, as rule (b)): a scrape that timed out for the rest of the run on a loaded
+    machine left a count taken before most producers wrote (Apache Kafka 4.4.0 at load 77:
+    its nodes' exporters last answered 94-98 s before the final state).  ``unnamed_sends``:
+    some send was recorded without its producer id, which leaves the upper bound unchecked."""
     lower = len({pid for pids in producers.values() for pid, acked in pids.items() if acked})
+    captured = fs.get("captured_ns") if fs is not None else None
+    oldest = min(r["t"] for r in latest)
+    if lower_bound and captured and oldest < captured - LAG_FRESHNESS_NS:
+        lower_bound = False
+        out.notes.append(
+            f"ProducerIdCount's lower bound not checked: a node's last scrape predates the final "
+            f"state by {(captured - oldest) / 1e9:.0f} s (producer ids since are not in it)"
+        )
     if not lower_bound:
         lower = 0
     n_by_tp = {tp: len(pids) for tp, pids in producers.items()}
@@ -164,7 +210,12 @@ def producer_id_count(
         for p in (fs["partitions"] if fs is not None else [])
     }
     upper: int | None = None
-    if fs is not None and all(replicas.get(tp) for tp in n_by_tp):
+    if unnamed_sends:  # a writer the history cannot name: the nodes may count it, nothing bounds it
+        out.notes.append(
+            "ProducerIdCount's upper bound is not checked: some sends were recorded without "
+            "their producer id (librdkafka's statistics had not named it yet)"
+        )
+    elif fs is not None and all(replicas.get(tp) for tp in n_by_tp):
         upper = sum(n * replicas[tp] for tp, n in n_by_tp.items())
     t = max(r["t"] for r in latest)
     reported = sum(r["value"] for r in latest)

@@ -7,7 +7,11 @@ at that time (exact); and no sample is non-zero while the run is younger than th
 taken no earlier than 2 s before the final state was captured, equals high watermark - LSO from
 the final state (exact). (c) ProducerIdCount — summed over nodes at the last scrape, at least
 the number of distinct producer ids with an acknowledged write and at most the sum over
-partitions of (distinct producer ids that attempted writes there x replicas). (d) transaction
+partitions of (distinct producer ids that attempted writes there x replicas); the lower bound
+only when every node's last scrape is no earlier than 2 s before the final state was captured
+and the cluster's producer.id.expiration.ms is not shorter than the run (a partition forgets
+an idle producer id), the upper bound only when every send was recorded with its producer id
+(each unchecked bound says why in a note). (d) transaction
 counters (TransactionsCommitted / TransactionsAborted, per node in memory, counted when the
 coordinator writes CompleteCommit / CompleteAbort; only transactions that wrote something
 count). Upper bound: every increase seen, summed over nodes (a drop read as a restart from
@@ -53,6 +57,7 @@ from .metric_samples import (
     NAME,
     NODE_METRICS,
     cut_short,
+    ids_may_expire,
     late_at_end,
     late_too_early,
     lso_lag,
@@ -74,6 +79,13 @@ def producers(ops: Sequence[Op]) -> dict[tuple[Any, Any], dict[int, bool]]:
             known = out.setdefault(tp, {})
             known[op.producer_id] = known.get(op.producer_id, False) or op.outcome == Outcome.OK
     return out
+
+
+def unnamed_sends(ops: Sequence[Op]) -> bool:
+    """Whether some send was recorded without its producer id (librdkafka names it only in a
+    statistics snapshot, so a send before the first one has none): rule (c)'s upper bound is
+    then left unchecked."""
+    return any(op.type == EventType.SEND and op.producer_id is None for op in ops)
 
 
 def _latest(samples: list[Sample]) -> list[Sample]:
@@ -113,8 +125,18 @@ def rule(ix: Indexes, facts: RunFacts) -> Judged:
         else:
             lso_lag(out, fs, [r for r in last if r["name"] == M.LAST_STABLE_OFFSET_LAG.value])
     if M.PRODUCER_ID_COUNT.value in names:
+        expiring = ids_may_expire(facts.info)
+        if expiring:
+            out.notes.append(expiring)
         pids = [r for r in last if r["name"] == M.PRODUCER_ID_COUNT.value]
-        producer_id_count(out, producers(ix.ops), fs, pids, lower_bound=not short)
+        producer_id_count(
+            out,
+            producers(ix.ops),
+            fs,
+            pids,
+            lower_bound=not short and not expiring,
+            unnamed_sends=unnamed_sends(ix.ops),
+        )
     if any(c in names for c in COUNTERS):
         judge_counters(ix, facts, out, samples)
     if missing:  # never valid on what was not seen

@@ -127,8 +127,9 @@ def jit_options(mode: str) -> list[str]:
     classes kept out of C2 (``full``)."""
     if mode == "quick":
         # C1 alone gets a 48 MB code cache; a session that judges run after run (a nightly, a
-        # repro, the test suite's) filled it, and the JVM then stopped compiling for good
-        # ("CodeCache is full. Compiler has been disabled"): the tiered default's size
+        # repro, the test suite's) filled it after ~20 minutes, and the JVM then stopped
+        # compiling for good ("CodeCache is full. Compiler has been disabled"): the tiered
+        # default's size
         return ["-XX:TieredStopAtLevel=1", f"-XX:ReservedCodeCacheSize={QUICK_CODE_CACHE}"]
     directives = _compiler_directives()
     return ["-XX:+UnlockDiagnosticVMOptions", f"-XX:CompilerDirectivesFile={directives}"]

@@ -1,4 +1,7 @@
-"""Fetch v4-v16: topic names (v4-v12) or topic ids (v13+), long poll, size limits.
+"""Fetch v4-v18: topic names (v4-v12) or topic ids (v13+), long poll, size limits.
+
+v17 (the follower's directory id, KIP-853) and v18 (the follower's high watermark,
+KIP-1166) add tagged fields a replica fetch may send; a consumer's fetch is v16's.
 
 The response is built once there is at least ``min_bytes`` of data, an error to
 report, or ``max_wait`` has passed; in between the request sleeps until an append
@@ -41,7 +44,7 @@ class FetchApi:
         self.replica_max_bytes = replica_max_bytes  # replica.fetch.response.max.bytes
 
     def register(self, registry: ApiRegistry) -> None:
-        registry.register(1, 4, 16, self.handle, owner="broker")
+        registry.register(1, 4, 18, self.handle, owner="broker")
 
     async def handle(self, ctx: RequestContext, request: Any) -> Any:
         by_id = ctx.api_version >= 13
@@ -120,6 +123,10 @@ class FetchApi:
                             if in_range
                             else ErrorCode.unknown_topic_or_partition
                         )
+                    if entry["error_code"] != ErrorCode.not_leader_or_follower:
+                        # Kafka answers what its metadata refuses before reading with the
+                        # message's defaults: an empty (not null) aborted list
+                        entry["aborted_transactions"] = []
                     parts.append(entry)
                     continue
                 limit = min(p.partition_max_bytes, max(remaining, 0))

@@ -566,10 +566,10 @@ class Partition:
             found = self.log.max_timestamp()
         elif timestamp >= 0:
             found = self.log.offset_for_timestamp(timestamp)
-            if found is not None and found[0] >= fetchable:
-                found = None
         else:
             found = None
+        if found is not None and found[0] >= fetchable:
+            found = None  # past what the isolation level may read (Kafka, max timestamp too)
         if found is None:
             return NONE, -1, -1
         return NONE, found[0], found[1]

@@ -1,4 +1,9 @@
-"""Produce v3-v12: validate, append to the local partition, answer per partition.
+"""Produce v3-v13: validate, append to the local partition, answer per partition.
+
+Produce v13 names topics by id (KIP-516): the ids are resolved to names first (one
+metadata refresh for ids the node does not know yet), a topic still unknown is
+answered UNKNOWN_TOPIC_ID, and the answer names topics by id again (Kafka's
+KafkaApis.handleProduceRequest). Past that a v13 request is a v12 one.
 
 KIP-890 part 1: when verification is on (``transaction.partition.verification.enable``,
 at every transaction.version, as Kafka), a transactional batch for a partition where its
@@ -25,7 +30,9 @@ survives kill -9 of the node) before the response is sent.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -49,6 +56,8 @@ INVALID_PRODUCER_ID_MAPPING = int(ErrorCode.invalid_producer_id_mapping)
 OUT_OF_ORDER_SEQUENCE_NUMBER = int(ErrorCode.out_of_order_sequence_number)
 TRANSACTIONAL_ID_AUTHORIZATION_FAILED = int(ErrorCode.transactional_id_authorization_failed)
 IMPLICIT_ADD_VERSION = 12  # Produce v12: the client relies on the broker to add partitions
+TOPIC_ID_VERSION = 13  # Produce v13: topics named by id (KIP-516)
+UNKNOWN_TOPIC_ID = int(ErrorCode.unknown_topic_id)
 GENERIC_ERRORS_VERSION = 11  # Produce v11+: TRANSACTION_ABORTABLE is known
 NOT_ENOUGH_REPLICAS = int(ErrorCode.not_enough_replicas)
 RETRIABLE_VERIFICATION_ERRORS = frozenset(
@@ -78,6 +87,28 @@ def has_transactional_records(request: Any) -> bool:
     return False
 
 
+@dataclass(frozen=True, slots=True)
+class NamedTopic:
+    """A v13 request's topic with its id resolved to the name (what v3-v12 send)."""
+
+    name: str
+    partition_data: tuple[Any, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class NamedProduce:
+    """A Produce v13 request as v12 would have said it (topics by name)."""
+
+    transactional_id: str | None
+    acks: int
+    timeout: Any
+    topic_data: tuple[NamedTopic, ...]
+
+
+TopicKey = str | uuid.UUID
+"""How a Produce response names a topic: by name (v3-v12) or id (v13+)."""
+
+
 def verification_failure(index: int, error: int) -> PartitionResult:
     """A failed verification as the producer sees it (Kafka's ReplicaManager)."""
     if error == INVALID_TXN_STATE:
@@ -101,16 +132,59 @@ class ProduceApi:
         self.partitions = partitions
         self.verifier = verifier
         self.verification_active = verification_active
-        self.lookahead = VerificationLookahead(lambda t, i: partitions.partitions.get((t, i)))
+        self.lookahead = VerificationLookahead(
+            lambda t, i: partitions.partitions.get((t, i)), self._known_topic_name
+        )
 
     def register(self, registry: ApiRegistry) -> None:
-        registry.register(0, 3, 12, self.handle, owner="broker")
+        registry.register(0, 3, 13, self.handle, owner="broker")
+
+    def _known_topic_name(self, topic_id: uuid.UUID) -> str | None:
+        meta = self.partitions.source.view().topic_by_id(topic_id)
+        return None if meta is None else meta.name
+
+    async def _by_name(
+        self, request: Any
+    ) -> tuple[NamedProduce, dict[str, uuid.UUID], list[tuple[TopicKey, list[PartitionResult]]]]:
+        """A v13 request with its topic ids resolved: the request by name, each name's id
+        (for the answer), and the answers of the topics whose id is unknown."""
+        view = self.partitions.source.view()
+        if any(view.topic_by_id(t.topic_id) is None for t in request.topic_data):
+            view = await self.partitions.source.refresh()
+        named: list[NamedTopic] = []
+        ids: dict[str, uuid.UUID] = {}
+        unknown: list[tuple[TopicKey, list[PartitionResult]]] = []
+        for t in request.topic_data:
+            meta = view.topic_by_id(t.topic_id)
+            if meta is None:
+                results = [self._error(p.index, UNKNOWN_TOPIC_ID) for p in t.partition_data]
+                unknown.append((t.topic_id, results))
+                continue
+            named.append(NamedTopic(meta.name, tuple(t.partition_data)))
+            ids[meta.name] = t.topic_id
+        tid, acks, timeout = request.transactional_id, request.acks, request.timeout
+        return NamedProduce(tid, acks, timeout, tuple(named)), ids, unknown
 
     @staticmethod
     def _implicit_add(version: int) -> bool:
         return version >= IMPLICIT_ADD_VERSION
 
     async def handle(self, ctx: RequestContext, request: Any) -> Any:
+        if ctx.api_version < TOPIC_ID_VERSION:
+            return await self._handle(ctx, request, None)
+        by_name, ids, unknown = await self._by_name(request)
+        if unknown and request.acks == 0:
+            raise CloseConnection  # as any failed acks=0 produce
+        return await self._handle(ctx, by_name, (ids, unknown))
+
+    async def _handle(
+        self,
+        ctx: RequestContext,
+        request: Any,
+        by_id: tuple[dict[str, uuid.UUID], list[tuple[TopicKey, list[PartitionResult]]]] | None,
+    ) -> Any:
+        """Serve a request whose topics are named (``by_id``: a v13 request's ids, and the
+        answers of its unknown ids)."""
         acks = request.acks
         topics: list[tuple[str, list[PartitionResult]]] = []
         errors: list[int] = []
@@ -159,7 +233,15 @@ class ProduceApi:
                 if errors:
                     raise CloseConnection
                 return None
-        return ctx.encoded(produce_response(ctx.api_version, topics), tuple(errors))
+        if by_id is None:
+            return ctx.encoded(produce_response(ctx.api_version, topics), tuple(errors))
+        ids, unknown = by_id
+        keyed: list[tuple[TopicKey, list[PartitionResult]]] = [
+            (ids[name], results) for name, results in topics
+        ]
+        keyed.extend(unknown)
+        errors.extend(UNKNOWN_TOPIC_ID for _, results in unknown for _ in results)
+        return ctx.encoded(produce_response(ctx.api_version, keyed), tuple(errors))
 
     async def _ensure_known(self, request: Any) -> None:
         """One view refresh for the whole request, whatever it names (see ensure_known)."""

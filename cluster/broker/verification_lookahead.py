@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import struct
 import time
+import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -67,9 +68,11 @@ class VerificationLookahead:
     def __init__(
         self,
         local_partition: Callable[[str, int], Partition | None],
+        topic_name: Callable[[uuid.UUID], str | None] = lambda _: None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._local_partition = local_partition
+        self._topic_name = topic_name  # Produce v13 names topics by id
         self._clock = clock
         self._answers: dict[int, VerifiedAhead] = {}  # id(frame) -> its verified partitions
 
@@ -97,10 +100,13 @@ class VerificationLookahead:
             if request.transactional_id != transactional_id:
                 continue
             for t in request.topic_data:
+                name = t.name if version < 13 else self._topic_name(t.topic_id)
+                if name is None:
+                    continue  # an unknown id: answered when its turn comes
                 for p in t.partition_data:
-                    guard = self._start(t.name, p.index, p.records, producer_id, producer_epoch)
+                    guard = self._start(name, p.index, p.records, producer_id, producer_epoch)
                     if guard is not None:
-                        out.append(Ahead(frame, (t.name, p.index), guard))
+                        out.append(Ahead(frame, (name, p.index), guard))
         return out
 
     def _start(

@@ -6,9 +6,9 @@ messages, so they were a large share of the nodes' CPU. These functions write th
 same bytes as kio straight from plain values (the unit tests compare them with
 kio byte for byte, for every version served):
 
-* responses: Produce v3-v12, AddPartitionsToTxn v0-v3, EndTxn v0-v5 (v5 with the
-  producer id/epoch of KIP-890), WriteTxnMarkers v1-v2 (bodies, without the response header;
-  handlers wrap them in :class:`~.codec.EncodedResponse`);
+* responses: Produce v3-v13 (v13 names topics by id), AddPartitionsToTxn v0-v3, EndTxn
+  v0-v5 (v5 with the producer id/epoch of KIP-890), WriteTxnMarkers v1-v2 (bodies,
+  without the response header; handlers wrap them in :class:`~.codec.EncodedResponse`);
 * the WriteTxnMarkers v1-v2 request body (the coordinator's markers), from the kio
   request entity (``codec.encode_request`` picks it automatically).
 
@@ -23,6 +23,7 @@ always none: a single 0 byte, since kio omits tagged fields at their defaults).
 from __future__ import annotations
 
 import struct
+import uuid
 from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
@@ -37,7 +38,7 @@ _PARTITION_ERROR = struct.Struct(">ih").pack  # partition index, error code
 _MARKER_HEAD = struct.Struct(">qhb").pack  # producer id, epoch, result
 _NO_TAGS = b"\x00"
 
-PRODUCE_VERSIONS = range(3, 13)
+PRODUCE_VERSIONS = range(3, 14)
 ADD_PARTITIONS_TO_TXN_VERSIONS = range(0, 4)
 END_TXN_VERSIONS = range(0, 6)
 WRITE_TXN_MARKERS_VERSIONS = range(1, 3)
@@ -79,12 +80,20 @@ def _check(version: int, supported: range, what: str) -> None:
         raise ValueError(f"no hand-written {what} encoder for version {version}")
 
 
+def topic_key(topic: str | uuid.UUID, flexible: bool) -> bytes:
+    """A Produce response's topic: its name (v3-v12) or its id (v13+, 16 bytes)."""
+    if isinstance(topic, uuid.UUID):
+        return topic.bytes
+    return string(topic, flexible)
+
+
 def produce_response(
     version: int,
-    topics: Sequence[tuple[str, Sequence[PartitionResult]]],
+    topics: Sequence[tuple[str | uuid.UUID, Sequence[PartitionResult]]],
     throttle_time_ms: int = 0,
 ) -> bytes:
-    """ProduceResponse v3-v12 body (v9+ flexible; no current-leader / node-endpoint tags)."""
+    """ProduceResponse v3-v13 body (v9+ flexible; no current-leader / node-endpoint tags);
+    topics by name, or by id from v13 on."""
     _check(version, PRODUCE_VERSIONS, "Produce response")
     if len(topics) == 1 and len(topics[0][1]) == 1:
         name, (partition,) = topics[0]
@@ -102,7 +111,7 @@ def produce_response(
     parts = [array_length(len(topics), flexible)]
     append = parts.append
     for name, partitions in topics:
-        append(string(name, flexible))
+        append(topic_key(name, flexible))
         append(array_length(len(partitions), flexible))
         for index, error, base, append_time, log_start, record_errors, message in partitions:
             append(_PARTITION_HEAD(index, error, base, append_time))
@@ -130,11 +139,13 @@ _PARTITION_HEAD_LSO = struct.Struct(">ihqqq").pack
 
 
 @lru_cache(maxsize=1024)
-def _single_partition_frame(version: int, name: str, throttle_time_ms: int) -> tuple[bytes, bytes]:
+def _single_partition_frame(
+    version: int, name: str | uuid.UUID, throttle_time_ms: int
+) -> tuple[bytes, bytes]:
     """The bytes before and after the partition numbers of a one-partition Produce
     response without record errors or message."""
     flexible = version >= 9
-    head = array_length(1, flexible) + string(name, flexible) + array_length(1, flexible)
+    head = array_length(1, flexible) + topic_key(name, flexible) + array_length(1, flexible)
     tail = b""
     if version >= 8:
         tail += array_length(0, flexible) + nullable_string(None, flexible)

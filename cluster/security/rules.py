@@ -93,10 +93,10 @@ async def _serve_allowed(
 
 
 # -- Produce, Fetch, ListOffsets, Metadata ------------------------------------------------
-def _produce_refusals(topics: Iterable[Any], code: int) -> list[dict[str, Any]]:
+def _produce_refusals(topics: Iterable[Any], code: int, by_id: bool) -> list[dict[str, Any]]:
     return [
         {
-            "name": t.name,
+            **({"topic_id": t.topic_id} if by_id else {"name": t.name}),
             "partition_responses": [
                 {"index": p.index, "error_code": code, "base_offset": -1, "log_start_offset": -1}
                 for p in t.partition_data
@@ -108,6 +108,7 @@ def _produce_refusals(topics: Iterable[Any], code: int) -> list[dict[str, Any]]:
 
 async def produce(a: Access, ctx: RequestContext, req: Any, handler: Handler) -> Any:
     tid = req.transactional_id
+    by_id = ctx.api_version >= 13  # Produce v13 names topics by id (KIP-516)
     ok: list[Any] = []
     bad: list[Any] = []
     if tid is not None and not a.allowed(WRITE, TXN, tid):
@@ -115,12 +116,15 @@ async def produce(a: Access, ctx: RequestContext, req: Any, handler: Handler) ->
     else:
         code = TOPIC_AUTHORIZATION_FAILED
         for t in req.topic_data:
-            (ok if a.allowed(WRITE, TOPIC, t.name) else bad).append(t)
+            name = a.topic_name(t.topic_id) if by_id else t.name
+            # an unknown id goes on: the handler answers it UNKNOWN_TOPIC_ID (as Kafka)
+            (ok if name is None or a.allowed(WRITE, TOPIC, name) else bad).append(t)
     if not bad:
         return await handler(ctx, req)
     if req.acks == 0:
         raise CloseConnection  # Kafka closes an acks=0 producer's connection on an error
-    refused = ctx.respond(responses=_produce_refusals(bad, code), throttle_time=0).responses
+    refusals = _produce_refusals(bad, code, by_id)
+    refused = ctx.respond(responses=refusals, throttle_time=0).responses
     return await _serve_allowed(
         ctx, handler, req, ok, refused, request_field="topic_data", response_field="responses"
     )

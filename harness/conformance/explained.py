@@ -46,23 +46,31 @@ def _open(reason: str) -> Explanation:
     return Explanation("open", reason)
 
 
+# Kafka's bugs the suite found (docs/findings/ has each, with its reproduction).
+TV0_PENDING = Explanation(
+    "kafka-bug",
+    "Kafka 4.4 refuses a Produce v12 at transaction.version 0 (UNSUPPORTED_VERSION, as ours) "
+    "but leaves the transactional id's pending state set: every later EndTxn, "
+    "AddPartitionsToTxn and InitProducerId of the id, a new instance's included, is "
+    "CONCURRENT_TRANSACTIONS until the coordinator reloads "
+    "(docs/findings/kafka-tv0-produce-v12-strands-the-id.md); ours leaves the id usable",
+)
 # The differences issue 34's outside audit listed (fixed on another branch).
-BELOW_TV2 = being_fixed(
-    "TV2-only requests at a cluster below TV2: Kafka 4.4 answers Produce v12 at TV0 with "
-    "UNSUPPORTED_VERSION and at TV1 adds the partition itself (and EndTxn v5 bumps the "
-    "epoch); ours refuses or takes them as an old client's"
-)
-ADMIN_ABORT = being_fixed(
-    "KIP-664's admin abort: our cluster grants WriteTxnMarkers to client ids with an admin "
-    "prefix only (CLUSTER_AUTHORIZATION_FAILED otherwise); Kafka without an authorizer "
-    "takes it from any client (coordinator epoch -1)"
-)
 # Differences this suite found that are not fixed yet: what fixing each takes.
+ADMIN_ABORT = _open(
+    "a WriteTxnMarkers with coordinator epoch -1 (KIP-664's admin form): Kafka 4.4 takes it "
+    "as any coordinator's marker, so once the producer has a marker of coordinator epoch 0 "
+    "it is TRANSACTION_COORDINATOR_FENCED (stale epoch and nothing open alike); ours applies "
+    "KIP-664's admin rules to -1 (an open transaction, the exact epoch, no coordinator "
+    "fencing) and answers INVALID_TXN_STATE. Following Kafka means dropping those rules "
+    "(ProducerStateManager.validate_admin_marker, tests/cluster/broker/"
+    "test_admin_abort_markers.py); Kafka's own abort tool sends the coordinator epoch "
+    "DescribeProducers shows, which passes on both"
+)
 NOT_SERVED = _open(
-    "versions our cluster does not serve yet: Produce v13 and Fetch v13+ name topics by id "
-    "in these ranges (we stop at Produce v12, Fetch v16), ListOffsets v8-v11 (KIP-734 max "
-    "timestamp, KIP-1005 tiered offsets), AddOffsetsToTxn v4 and TxnOffsetCommit v6 "
-    "(TRANSACTION_ABORTABLE, KIP-890)"
+    "TxnOffsetCommit v6 (TRANSACTION_ABORTABLE, KIP-890) is not served: kio 0.6.5, which "
+    "decodes our requests, has no v6 schema (its TxnOffsetCommit stops at v5); serving it "
+    "takes a kio with the schema (or our own codec for it)"
 )
 INIT_V6 = _open(
     "our cluster offers InitProducerId v6 (KIP-939) always; Kafka 4.4 marks v6 unstable "
@@ -82,20 +90,12 @@ EXPLAINED: dict[str, Explanation] = {
         (
             "kip890.new-client-implicit-add[tv0]",
             "kip890.new-client-implicit-add[tv0-noverify]",
+            "kip890.tv2-produce-at-tv0-strands-the-id[tv0]",
         ),
-        BELOW_TV2,
+        TV0_PENDING,
     ),
     "kip664.admin-abort-stale-epoch[tv2]": ADMIN_ABORT,
-    **dict.fromkeys(
-        (
-            "apiversions.Produce",
-            "apiversions.Fetch",
-            "apiversions.ListOffsets",
-            "apiversions.AddOffsetsToTxn",
-            "apiversions.TxnOffsetCommit",
-        ),
-        NOT_SERVED,
-    ),
+    "apiversions.TxnOffsetCommit": NOT_SERVED,
     "apiversions.InitProducerId[tv2]": INIT_V6,
     "apiversions.InitProducerId[tv0]": INIT_V6,
     **dict.fromkeys(

@@ -158,6 +158,8 @@ def plausible_values(cls: type, plausible: Plausible) -> dict[str, Any]:
     """A nested dict for ``build.make``: every field of ``cls`` with a plausible value."""
     out: dict[str, Any] = {}
     for f in dataclasses.fields(cls):
+        if f.metadata.get("tag") is not None:
+            continue  # left at its default, which kio does not encode: seeds send no tags
         kind = classify_field(f)
         if isinstance(kind, EntityTupleField):
             out[f.name] = [plausible_values(kind.type_, plausible)]

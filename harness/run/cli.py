@@ -278,16 +278,21 @@ def _check_runs_on_kafka(parsed: Scenario, scenario: Path, version: str | None) 
     from ..launch.errors import LaunchError
     from ..launch.kafka.layout import split_settings
     from ..launch.kafka.release import DEFAULT_VERSION, KafkaRelease
+    from ..workload.kinds.registry import user_kind
 
     try:
         split_settings(parsed.cluster.setting_pairs())
         release = KafkaRelease.parse(version or DEFAULT_VERSION)
     except LaunchError as exc:
         raise InputError(f"{scenario}: cluster.settings: {exc}") from exc
-    writers = [str(u.name or u.kind) for u in parsed.workload.users if u.kind == "dual_writer"]
+    writers = [
+        str(u.name or u.kind)
+        for u in parsed.workload.users
+        if user_kind(u.kind).keeps_prepared_transactions
+    ]
     if writers and not release.recovers_prepared_transactions:
         raise InputError(
-            f"{scenario}: dual_writer users ({', '.join(writers)}) take their prepared "
+            f"{scenario}: users {', '.join(writers)} take their prepared "
             f"transaction back with KIP-939's InitProducerId keepPreparedTxn, which Apache Kafka "
             f"{release} does not implement (UNSUPPORTED_VERSION; "
             "docs/findings/kip-939-keep-prepared-txn-not-implemented.md)"

@@ -92,6 +92,12 @@ class GeventExecutor:
         import gevent
 
         self._gevent = gevent
+        # gevent takes SystemError for a system error and throws it into the main greenlet
+        # (ending the workload) even when the caller handles it; librdkafka's binding raises
+        # one from a fenced producer's calls (run_client_call), which the callers handle
+        from gevent.hub import Hub
+
+        Hub.SYSTEM_ERROR = tuple(e for e in Hub.SYSTEM_ERROR if e is not SystemError)
         pool = gevent.get_hub().threadpool
         if pool.maxsize < min_threads:
             pool.maxsize = min_threads
@@ -114,14 +120,20 @@ def run_client_call(executor: Executor, fn: Callable[..., T], *args: Any, **kwar
     (a fatal error, e.g. fenced) and librdkafka then serves a callback (statistics) before
     returning, the binding runs the callback with the KafkaException still set and the
     callback's first C call raises ``SystemError`` ("returned a result with an exception
-    set") caused by it; the KafkaException is what the call raised."""
+    set") caused by it; the KafkaException is what the call raised. When the callback's
+    error was cleared instead, the call raises SystemError without a cause ("returned NULL
+    without setting an exception"): a fatal KafkaException, as the producer is unusable."""
     try:
         return executor.run(fn, *args, **kwargs)
     except SystemError as exc:
         cause = exc.__cause__ or exc.__context__
         if isinstance(cause, KafkaException):
             raise cause from None
-        raise
+        # the binding's other face of the same state: the call "returned NULL without setting
+        # an exception" (the callback's error was cleared); the producer is unusable: fatal
+        raise KafkaException(
+            KafkaError(KafkaError._FATAL, f"librdkafka binding: {exc}", fatal=True)
+        ) from exc
 
 
 def classify(err: KafkaError | None) -> ErrorClass:

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from confluent_kafka import IsolationLevel, KafkaException, TopicPartition
+from confluent_kafka import IsolationLevel, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from ...rundir.final_state import FinalPartition
@@ -32,6 +32,15 @@ from .clients import ClientError, ConsumerClient, DirectExecutor, Executor, posi
 from .config import TopicSpec
 
 FINAL_READER = "final-reader"
+#: seconds between two ListOffsets of the final read that got a retriable error
+RETRY_S = 0.5
+#: the final read's answers that mean "a partition has no leader now", asked again: a
+#: partition's LEADER_NOT_AVAILABLE / NOT_LEADER_OR_FOLLOWER (their KafkaError from an admin
+#: future does not say retriable), and librdkafka's own _NOENT "No leaders found" when no
+#: partition asked has one
+LEADERLESS = frozenset(
+    {KafkaError.LEADER_NOT_AVAILABLE, KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError._NOENT}
+)
 #: librdkafka's own log lines (disconnects while nodes are down, ...) go to the harness
 #: log, not to the terminal.
 CLIENT_LOG = logging.getLogger("txnchaos.librdkafka")
@@ -133,11 +142,26 @@ def list_ends(
     deadline = time.monotonic() + timeout_s
 
     def query(spec: OffsetSpec, iso: IsolationLevel) -> dict[tuple[str, int], int]:
-        futs = admin.list_offsets(
-            {tp: spec for tp in tps}, isolation_level=iso, request_timeout=timeout_s
-        )
-        res = _wait(futs, deadline)
-        return {(tp.topic, tp.partition): int(r.offset) for tp, r in res.items()}
+        # A retriable error (LEADER_NOT_AVAILABLE while a restarted or fenced broker comes
+        # back, NOT_LEADER_OR_FOLLOWER after a move) is asked again until the deadline:
+        # Apache Kafka at load 80 left partitions leaderless for a minute after a
+        # controller restart, and the run's final read failed at its first answer.
+        while True:
+            futs = admin.list_offsets(
+                {tp: spec for tp in tps}, isolation_level=iso, request_timeout=timeout_s
+            )
+            try:
+                res = _wait(futs, deadline)
+            except KafkaException as e:
+                error = e.args[0] if e.args else None
+                retriable = isinstance(error, KafkaError) and (
+                    error.retriable() or error.code() in LEADERLESS
+                )
+                if not retriable or time.monotonic() + RETRY_S > deadline:
+                    raise
+                time.sleep(RETRY_S)
+                continue
+            return {(tp.topic, tp.partition): int(r.offset) for tp, r in res.items()}
 
     try:
         start = query(OffsetSpec.earliest(), IsolationLevel.READ_UNCOMMITTED)

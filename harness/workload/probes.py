@@ -28,13 +28,15 @@ from typing import Any
 from ...rundir.schema import EventType, Outcome
 from ..clients import KafkaClientError
 from ..clients.batch import Record, encode_batch
-from ..clients.errors import error_name
+from ..clients.errors import UNSUPPORTED_VERSION, UnsupportedError, error_name
 from ..clients.metadata import KEY_GROUP, KEY_TRANSACTION
 from ..clients.producer import Producer
 from .late_requests import OP_TIMEOUT_S, LateRequestProducer
 from .ours import describe
 
 API_PRODUCE = 0
+API_OFFSET_FETCH = 9
+OFFSET_FETCH_STABLE = 7
 API_END_TXN = 26
 API_TXN_OFFSET_COMMIT = 28
 
@@ -54,11 +56,24 @@ EXPECTED: dict[str, str] = {
     "commit_after_abort": "INVALID_TXN_STATE",
     # TxnOffsetCommit of a producer whose transaction never added the group
     "offsets_outside_transaction": "INVALID_TXN_STATE",
+    # OffsetFetch(require_stable) of a partition whose offset the producer's open transaction
+    # holds pending (KIP-447: a consumer must not resume from the last stable offset yet)
+    "unstable_offset_fetch": "UNSTABLE_OFFSET_COMMIT",
     # a fenced instance's Produce in its (aborted) transaction, after a new instance's init
     "zombie_produce": "INVALID_PRODUCER_EPOCH",
     # a fenced instance's EndTxn(commit), after a new instance's init
     "zombie_commit": "PRODUCER_FENCED",
 }
+
+
+def _stable_fetch_version(served: tuple[int, int] | None) -> int:
+    """OffsetFetch v7: the first with require_stable, the last with one group per request (our
+    client's version table does not list OffsetFetch: only the probe sends it)."""
+    if served is None or not served[0] <= OFFSET_FETCH_STABLE <= served[1]:
+        raise UnsupportedError(
+            f"OffsetFetch v{OFFSET_FETCH_STABLE} not served (node: {served})", UNSUPPORTED_VERSION
+        )
+    return OFFSET_FETCH_STABLE
 
 
 #: a raw request, sent when called: (the error code answered, the offset a write got)
@@ -256,6 +271,33 @@ class ProbingProducer(LateRequestProducer):
             response = await conn.send_entity(entity, timeout_s)
             codes = [int(q.error_code) for t in response.topics for q in t.partitions]
             return next((c for c in codes if c), 0), None
+
+        return send
+
+    def offset_fetch_stable(self, group_id: str, topic: str, partition: int) -> Raw:
+        """A raw OffsetFetch (v7, require_stable) of one partition of ``group_id``; answers
+        the partition's error (or the request's) and the offset it returned."""
+        p = self._p()
+        timeout_s = p.config.request_timeout_ms / 1000
+
+        async def send() -> tuple[int, int | None]:
+            conn = await p.view.coordinator(KEY_GROUP, group_id)
+            await conn.negotiate(timeout_s)
+            entity = conn.build(
+                API_OFFSET_FETCH,
+                {
+                    "group_id": group_id,
+                    "topics": [{"name": topic, "partition_indexes": [partition]}],
+                    "require_stable": True,
+                },
+                version=_stable_fetch_version(conn.versions.get(API_OFFSET_FETCH)),
+            )
+            response = await conn.send_entity(entity, timeout_s)
+            if int(response.error_code):
+                return int(response.error_code), None
+            part = response.topics[0].partitions[0]
+            offset = int(part.committed_offset)
+            return int(part.error_code), (offset if offset >= 0 else None)
 
         return send
 

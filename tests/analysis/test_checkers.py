@@ -188,7 +188,7 @@ def test_evidence_of_a_duplicate_output_names_the_input_and_both_outputs(tmp_pat
 
 
 @settings(
-    max_examples=4,
+    max_examples=2,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )

@@ -111,6 +111,7 @@ def _wait_for_build(archive: Path) -> None:
     raise AssertionError(f"no archive at {archive} (build lock there: {lock.exists()})")
 
 
+@pytest.mark.nightly  # minutes on two cores: an analysis, then a build judging a sample
 def test_the_first_analysis_exits_at_once_and_a_background_build_installs_the_archive(
     tmp_path: Path,
 ) -> None:

@@ -179,3 +179,21 @@ def test_a_run_cut_short_leaves_the_lower_bounds_unchecked(
     assert "committed_counter_lower" not in metrics.checked
     assert metrics.checked["committed_counter"] == 1  # the upper bound still holds
     assert any(n.startswith("the run was cut short") for n in metrics.notes)
+
+
+def test_sends_recorded_without_their_producer_id_leave_the_upper_bound_unchecked(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """librdkafka names its producer id only in a statistics snapshot taken after the init:
+    a run stopped within its first second records sends without one.  The nodes count that
+    producer id; the upper bound of ProducerIdCount, which sums the ids the history names,
+    cannot bound it (a web UI STOP after the first commit was judged invalid for it)."""
+    synth = Synth(CONFIG).build()
+    first = next(o["process"] for o in synth.ops if o["type"] == "send")
+    for o in synth.ops:
+        if o["process"] == first and o["type"] == "send":
+            o.pop("producer_id", None)
+    v = _both(spark, synth, tmp_path)
+    metrics = v.checkers["metrics"]
+    assert metrics.status == "valid", metrics.examples
+    assert any(n.startswith("ProducerIdCount's upper bound is not checked") for n in metrics.notes)

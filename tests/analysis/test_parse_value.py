@@ -67,7 +67,7 @@ _VALUES = st.one_of(
 
 
 @settings(
-    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(st.lists(_VALUES, min_size=1, max_size=40))
 def test_parse_value_agrees_with_split(spark: SparkSession, values: list[str]) -> None:

@@ -121,5 +121,7 @@ def test_adaptive_execution_is_on_for_the_checkers_only(
     Synth(SynthConfig()).build().write(tmp_path)
     before = spark.conf.get("spark.sql.adaptive.enabled")
     pipeline.analyze(tmp_path, spark=spark, write=False)
-    assert seen == ["true"] * len(pipeline.SCHEDULE.groups)
+    # one anomaly job per group, and one for the side checkers' frames when they have any
+    assert len(seen) in (len(pipeline.SCHEDULE.groups), len(pipeline.SCHEDULE.groups) + 1)
+    assert set(seen) == {"true"}
     assert spark.conf.get("spark.sql.adaptive.enabled") == before == "false"

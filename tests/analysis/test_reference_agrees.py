@@ -172,8 +172,10 @@ def test_every_injected_anomaly_at_once(spark: SparkSession, tmp_path: Path) -> 
     assert all(sum(found[n].values()) for n in judged), found
 
 
-# 6 generated histories per suite run (each a full Spark analysis); every injection is also
-# held equal one by one in test_engines_agree.py
+# 6 generated histories per nightly run (each a full Spark analysis, ~50 s on two cores); the
+# default suite holds every injection equal at once (above) and one by one in
+# test_engines_agree.py
+@pytest.mark.nightly
 @settings(
     max_examples=6,
     deadline=None,

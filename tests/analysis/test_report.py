@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
+from tests.spark_session import TestSessions
 from txnchaos.analysis.fault_actions import group_faults
 from txnchaos.analysis.report import render_report
 from txnchaos.analysis.report.charts import OP_COLOURS
@@ -50,8 +51,9 @@ def _report(spark: SparkSession, tmp: Path, invalid: bool) -> tuple[Synth, Verdi
 
 @pytest.fixture(scope="module")
 def reports(
-    spark: SparkSession, tmp_path_factory: pytest.TempPathFactory
+    spark_sessions: TestSessions, tmp_path_factory: pytest.TempPathFactory
 ) -> dict[str, tuple[Synth, Verdict, str]]:
+    spark = spark_sessions.current()
     return {
         name: _report(spark, tmp_path_factory.mktemp(name), name == "invalid")
         for name in ("valid", "invalid")

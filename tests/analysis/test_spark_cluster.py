@@ -138,6 +138,7 @@ def _counts(checkers: dict[str, Any]) -> dict[str, dict[str, int]]:
     return {name: {k: n for k, n in c["counts"].items() if n} for name, c in checkers.items()}
 
 
+@pytest.mark.nightly  # minutes on two cores: a standalone Spark cluster and two analyses
 def test_a_cluster_judges_a_run_as_the_local_master_does(
     standalone_cluster: StandaloneCluster,  # first: it boots while the local session starts
     spark: SparkSession,

@@ -24,7 +24,7 @@ from urllib.request import urlopen
 import pytest
 import yaml
 from confluent_kafka import Consumer, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.harness.launch.helpers import create_topic, metric
 from txnchaos.harness.launch.base import ClusterSpec
@@ -33,7 +33,7 @@ from txnchaos.harness.launch.kafka.launcher import KafkaHandle, KafkaLauncher, K
 from txnchaos.harness.launch.kafka.release import DEFAULT_VERSION
 from txnchaos.harness.launch.owner import OWNER_ENV, Owner
 from txnchaos.harness.launch.probe import brokers_seen
-from txnchaos.harness.workload.final_read import list_ends
+from txnchaos.harness.workload.final_read import FinalReadError, list_ends
 
 pytestmark = [pytest.mark.integration, pytest.mark.kafka]
 
@@ -267,6 +267,37 @@ def test_node_faults_act_on_the_jvms(kafka: KafkaHandle) -> None:
     ]
     logged = {(f["kind"], f["target"]["node"]) for f in faults if f["link"] is None}
     assert {("kill", 2), ("restart", 2), ("pause", 1)} <= logged
+
+
+@pytest.mark.nightly
+def test_the_final_reads_ends_ask_again_while_a_partition_has_no_leader(
+    kafka: KafkaHandle,
+) -> None:
+    """A partition whose only replica's broker is down has no leader (a partition's
+    LEADER_NOT_AVAILABLE, or librdkafka's _NOENT "No leaders found"): the final read's
+    ListOffsets asks again until its deadline instead of failing the run at the first answer
+    (nightly-process TV2 and TV0 seed 3 on Kafka 4.4.0 at load 80 failed with FinalReadError
+    after a controller restart left partitions leaderless)."""
+    admin = AdminClient({"bootstrap.servers": kafka.bootstrap})
+    topic = f"leaderless-{uuid.uuid4().hex[:8]}"
+    for fut in admin.create_topics([NewTopic(topic, 1, replica_assignment=[[2]])]).values():
+        fut.result(WAIT_S)
+
+    def leader() -> int | None:
+        md = admin.list_topics(topic, timeout=10).topics.get(topic)
+        partition = None if md is None else md.partitions.get(0)  # still propagating: None
+        return None if partition is None else int(partition.leader)
+
+    wait_for(lambda: leader() == 2, what="broker 2 to lead the partition")
+    kafka.kill(2)
+    try:
+        wait_for(lambda: leader() == -1, timeout=120, what="the partition to lose its leader")
+        started = time.monotonic()
+        with pytest.raises(FinalReadError, match=r"No leaders found|LEADER_NOT_AVAILABLE"):
+            list_ends(kafka.bootstrap, {topic: 1}, timeout_s=15)
+        assert time.monotonic() - started >= 14  # asked until its deadline, not once
+    finally:
+        kafka.restart(2)
 
 
 SCRIPT = """

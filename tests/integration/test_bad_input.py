@@ -90,8 +90,12 @@ def test_api_versions_lists_exactly_what_is_served(fuzz_cluster: LocalCluster) -
     addr = node_address(fuzz_cluster)
     _, response = decode_response(18, 3, exchange(addr, api_versions_request()) or b"")
     ranges = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
-    assert ranges[0] == (3, 12)  # Produce: v12 is KIP-890 part 2
-    assert ranges[1] == (4, 16)  # Fetch
+    # Produce from v0 as Kafka 4.x advertises it (KAFKA-18659); v12 is KIP-890 part 2,
+    # v13 names topics by id (KIP-516)
+    assert ranges[0] == (0, 13)
+    assert ranges[1] == (4, 18)  # Fetch (v13+ by topic id)
+    assert ranges[2] == (1, 11)  # ListOffsets: v8-v11 tiered storage's targets
+    assert ranges[25] == (0, 4)  # AddOffsetsToTxn: v4 knows TRANSACTION_ABORTABLE
     assert 22 in ranges  # InitProducerId
     assert ranges[24] == (0, 5)  # AddPartitionsToTxn: v4+ is KIP-890's (server-only)
     assert ranges[57] == (0, 2)  # UpdateFeatures

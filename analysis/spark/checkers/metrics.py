@@ -9,6 +9,7 @@ from typing import Any
 
 from pyspark.sql import functions as F
 
+from ....rundir.schema import EventType
 from ....rundir.schema import MetricName as M
 from ...rules import metrics
 from ...rules.metric_samples import (
@@ -18,6 +19,7 @@ from ...rules.metric_samples import (
     NAME,
     NODE_METRICS,
     cut_short,
+    ids_may_expire,
     late_at_end,
     late_too_early,
     lso_lag,
@@ -66,9 +68,27 @@ def check(ctx: CheckContext) -> CheckOutput:
         else:
             lso_lag(out, fs, [r for r in last if r["name"] == M.LAST_STABLE_OFFSET_LAG.value])
     if M.PRODUCER_ID_COUNT.value in names:
-        # producer ids per partition come from the summary pass (no extra scan of the history)
+        expiring = ids_may_expire(ctx.data.run.info)
+        if expiring:
+            out.notes.append(expiring)
+        # producer ids per partition come from the summary pass; whether any send lacks its
+        # producer id is asked of the history itself (the summary's rows mix sends with other
+        # operations, so a null producer id there is not a send's)
         pids = [r for r in last if r["name"] == M.PRODUCER_ID_COUNT.value]
-        producer_id_count(out, ctx.proj.summary.producers, fs, pids, lower_bound=not short)
+        h = ctx.data.history
+        unnamed = bool(
+            h.filter((F.col("type") == EventType.SEND.value) & F.col("producer_id").isNull())
+            .limit(1)
+            .count()
+        )
+        producer_id_count(
+            out,
+            ctx.proj.summary.producers,
+            fs,
+            pids,
+            lower_bound=not short and not expiring,
+            unnamed_sends=unnamed,
+        )
     if any(c in names for c in COUNTERS):
         check_counters(ctx, out, m)
     if missing:  # never valid on what was not seen

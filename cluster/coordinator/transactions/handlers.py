@@ -31,7 +31,7 @@ END_TXN = 26
 
 VERSIONS: dict[int, tuple[int, int]] = {
     ADD_PARTITIONS_TO_TXN: (0, 5),  # v4+: KIP-890 batched form, VerifyOnly (server-only)
-    ADD_OFFSETS_TO_TXN: (0, 3),
+    ADD_OFFSETS_TO_TXN: (0, 4),  # v4: TRANSACTION_ABORTABLE known (never sent here, as Kafka)
     END_TXN: (0, 5),  # v4: TRANSACTION_ABORTABLE known, v5: TV2 epoch bump (KIP-890)
 }
 

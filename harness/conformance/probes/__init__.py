@@ -1,5 +1,5 @@
 """The probes, one module per area; importing this package registers them all."""
 
-from . import api_versions, kip360, kip664, kip890, kip939, lso
+from . import api_versions, kip360, kip664, kip890, kip939, lso, newer_versions
 
-__all__ = ["api_versions", "kip360", "kip664", "kip890", "kip939", "lso"]
+__all__ = ["api_versions", "kip360", "kip664", "kip890", "kip939", "lso", "newer_versions"]

@@ -5,6 +5,8 @@ add (Produce v12) and epoch bump per transaction (EndTxn v5)."""
 
 from __future__ import annotations
 
+from collections.abc import Generator
+
 from ..catalogue import Outcome, probe
 from ..context import ProbeContext
 
@@ -168,3 +170,41 @@ def end_without_transaction(ctx: ProbeContext) -> Outcome:
             )
     out["state"] = ctx.wait_state(str(x.tid), "Empty", "CompleteAbort", "CompleteCommit")
     return out
+
+
+#: how long a probe watches an answer that Kafka 4.4 never changes (the coordinator's
+#: timeout scan runs every 0.5 s, the transaction times out after 1 s)
+STUCK_S = 4.0
+
+
+def _init_new_instance(ctx: ProbeContext, tid: str, base: int) -> Outcome:
+    r = ctx.retry(
+        lambda: ctx.init(tid, timeout_ms=1000, retry=False),
+        lambda r: ctx.err(r.error_code),
+        "InitProducerId",
+        STUCK_S,
+    )
+    error = ctx.err(r.error_code)
+    return {"error": error, "epoch": int(r.producer_epoch) - base if error == "NONE" else None}
+
+
+@probe("kip890.tv2-produce-at-tv0-strands-the-id", tags=("KIP-890",), configs=("tv0",))
+def tv2_produce_strands_id(ctx: ProbeContext) -> Generator[None, None, Outcome]:
+    """A TV2 client's Produce v12 at transaction.version 0 is refused
+    (UNSUPPORTED_VERSION); what the transactional id can do afterwards: abort (EndTxn v4),
+    a new instance's InitProducerId, each retried for a few seconds, past the transaction
+    timeout; and InitProducerId again after a restart. Kafka 4.4 leaves the id pending
+    until its coordinator reloads (docs/findings/kafka-tv0-produce-v12-strands-the-id.md)."""
+    topic = ctx.topic()
+    x = ctx.txn(timeout_ms=1000)
+    base = x.epoch
+    produced = ctx.produce(x, topic, version=12)
+    aborted = ctx.end(x, False, version=4, adopt=False, patience=STUCK_S)
+    again = _init_new_instance(ctx, str(x.tid), base)
+    yield
+    return {
+        "produce": produced["error"],
+        "abort": aborted,
+        "new_instance": again,
+        "after_restart": _init_new_instance(ctx, str(x.tid), base),
+    }

@@ -223,7 +223,13 @@ class KafkaDockerHandle(ClusterHandle):
             (directory / "data").mkdir(parents=True, exist_ok=True)
             host_props = directory / "format.properties"
             host_props.write_text(
-                server_properties(self.layout, node, directory / "data", addressing.get(node.id))
+                server_properties(
+                    self.layout,
+                    node,
+                    directory / "data",
+                    addressing.get(node.id),
+                    advertise_controller=self.release.controller_advertises,
+                )
             )
             format_storage(lib, self.layout, host_props)
             (directory / "server.properties").write_text(
@@ -232,6 +238,7 @@ class KafkaDockerHandle(ClusterHandle):
                     node,
                     Path(DATA) / "data",
                     addressing.get(node.id),
+                    advertise_controller=self.release.controller_advertises,
                     bind="0.0.0.0",
                 )
             )

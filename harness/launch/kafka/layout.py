@@ -299,10 +299,13 @@ def server_properties(
     addressing: Addressing | None,
     *,
     kraft: bool = True,
+    advertise_controller: bool = True,
     bind: str = "127.0.0.1",
 ) -> str:
     """The ``server.properties`` of ``node`` (``data``: its log directory; ``bind``: the
-    address its listeners bind, 0.0.0.0 in a container)."""
+    address its listeners bind, 0.0.0.0 in a container). ``advertise_controller``: whether
+    a controller advertises its listener (KIP-853, Kafka 3.9 and later; earlier releases
+    refuse it, and their followers fetch from the voters' addresses, the same names)."""
     addr = addressing or Addressing()
     props: dict[str, Any] = {}
     listeners: list[str] = []
@@ -325,7 +328,8 @@ def server_properties(
         props["node.id"] = node.id
         if node.is_controller:
             listeners.append(f"CONTROLLER://{bind}:{node.controller_port}")
-            advertised.append(f"CONTROLLER://{controller_host(node.id)}:{node.controller_port}")
+            if advertise_controller:
+                advertised.append(f"CONTROLLER://{controller_host(node.id)}:{node.controller_port}")
         protocols.append("CONTROLLER:PLAINTEXT")  # brokers too: they reach controllers there
         voters = [
             f"{c.id}@{controller_host(c.id)}:{c.controller_port}" for c in layout.controller_nodes

@@ -36,6 +36,7 @@ DEFAULT_VERSION = "4.4.0"
 FIRST_KRAFT = (3, 3, 0)
 #: the first release whose storage tool takes ``--feature transaction.version=N``
 FIRST_TRANSACTION_VERSION = (4, 0, 0)
+FIRST_CONTROLLER_ADVERTISED = (3, 9, 0)
 #: the newest release whose KIP-939 support was checked: up to it, InitProducerId v6 is an
 #: unstable version (offered only with unstable.api.versions.enable) and keepPreparedTxn is
 #: answered UNSUPPORTED_VERSION (docs/findings/kip-939-keep-prepared-txn-not-implemented.md)
@@ -72,6 +73,13 @@ class KafkaRelease:
     @property
     def kraft(self) -> bool:
         return self.key >= FIRST_KRAFT
+
+    @property
+    def controller_advertises(self) -> bool:
+        """Whether a KRaft controller may advertise its listener (KIP-853, from 3.9.0;
+        before, "The advertised.listeners config must be empty when
+        process.roles=controller")."""
+        return self.key >= FIRST_CONTROLLER_ADVERTISED
 
     @property
     def has_transaction_version(self) -> bool:

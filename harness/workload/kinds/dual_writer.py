@@ -268,4 +268,5 @@ KIND = UserKind(
         "crash_writer_in_recovery": AFTER_DB_COMMIT,
     },
     native_client=False,  # our own client (pure Python)
+    keeps_prepared_transactions=True,
 )

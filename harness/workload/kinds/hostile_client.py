@@ -15,8 +15,9 @@ Each task is one flow, the flows taken in turn (``probes``):
 * ``commit_after_abort``: a transaction writes and aborts; once the abort's markers are
   written, an EndTxn(commit) with the ids that transaction had.
 * ``offsets_outside_transaction``: a transaction sends offsets for the user's group (they
-  are pending there); a second transactional id that never added the group sends a
-  TxnOffsetCommit for it; the first transaction commits.
+  are pending there); an OffsetFetch with require_stable for that partition (KIP-447: a
+  correct cluster answers UNSTABLE_OFFSET_COMMIT); a second transactional id that never
+  added the group sends a TxnOffsetCommit for it; the first transaction commits.
 * ``zombie``: a transaction writes; a new instance of the same transactional id initialises
   (fencing it); the old instance sends a Produce at its next sequence and an EndTxn(commit).
   The new instance carries on as the user's producer.
@@ -28,6 +29,7 @@ Each task is one flow, the flows taken in turn (``probes``):
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
@@ -236,6 +238,8 @@ class HostileClientWorker(Tv2ProducerWorker):
 
         c = self.c()
         txn = self.begin()
+        # before the transaction's first request: the coordinator's timeout starts later
+        begun = time.monotonic()
         tp = self.honest_record(txn)
         if tp is None:
             return self.end(txn, commit=False)
@@ -251,6 +255,25 @@ class HostileClientWorker(Tv2ProducerWorker):
             self.offsets_group,
             self.spec.op_timeout_s,
         )
+        # the offset is pending in the group: a stable fetch must be refused; only while the
+        # transaction is surely still open (within half its timeout, leaving the other half for
+        # the request to arrive: a coordinator that aborted it would rightly answer the last
+        # committed offset)
+        if (
+            not c.txn_abortable
+            and time.monotonic() - begun < self.spec.transaction_timeout_ms / 2000
+        ):
+            ids = c.ids()
+            send = c.offset_fetch_stable(self.offsets_group, topic, partition)
+            c.probe(
+                "unstable_offset_fetch",
+                ids,
+                send,
+                {"topic": topic, "partition": partition, "offset": offset},
+                txn=txn,
+                group_id=self.offsets_group,
+                transactional_id=self.transactional_id,
+            )
         other = self._other()
         if other is not None:
             ids = other.ids()

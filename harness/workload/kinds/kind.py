@@ -31,6 +31,9 @@ class UserKind:
     #: whole process (an ``rd_assert``).  Under ``workload.isolation: process`` such users run
     #: in a process of their own, so a crash is a finding and the user restarts (isolated.py).
     native_client: bool = True
+    #: Whether its users take a prepared transaction back after a restart (KIP-939's
+    #: InitProducerId ``keepPreparedTxn``): a cluster without KIP-939 recovery cannot run them.
+    keeps_prepared_transactions: bool = False
 
     @property
     def name(self) -> str:

@@ -121,6 +121,17 @@ def test_lso_follows_open_transactions(part: Partition) -> None:
     assert part.append_records(idem(2, pid=1)).error_code == 48  # non-txn inside a txn
 
 
+def test_max_timestamp_past_the_lso_is_not_listed_read_committed(part: Partition) -> None:
+    """Kafka filters every timestamp target, max timestamp included, by what the isolation
+    level may read: the newest record in an open transaction is not listed read_committed."""
+    part.append_records(make_batch(2, timestamp=100))
+    part.append_records(idem(0, 2, pid=1, transactional=True))  # offsets 2-3, open
+    assert part.last_stable_offset == 2
+    error, offset, _ = part.list_offset(-3)
+    assert error == 0 and offset >= 2  # read_uncommitted: in the open transaction
+    assert part.list_offset(-3, isolation_level=1) == (0, -1, -1)
+
+
 def test_list_offset(part: Partition) -> None:
     assert part.list_offset(-3) == (0, -1, -1)
     assert part.list_offset(0) == (0, -1, -1)

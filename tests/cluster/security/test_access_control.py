@@ -5,6 +5,7 @@ refuse before a handler runs."""
 from __future__ import annotations
 
 import asyncio
+import uuid
 from typing import Any
 
 import pytest
@@ -296,23 +297,32 @@ def _ctx(api_key: int, version: int) -> RequestContext:
     return RequestContext(api_key, version, 1, "c", "127.0.0.1:5", 1)
 
 
-def _run(api_key: int, version: int, request: Any, acls: list[AclBinding]) -> tuple[Any, list[Any]]:
-    """The rule's answer and the requests that reached the handler."""
+def _run(
+    api_key: int,
+    version: int,
+    request: Any,
+    acls: list[AclBinding],
+    names: dict[uuid.UUID, str] | None = None,
+) -> tuple[Any, list[Any]]:
+    """The rule's answer and the requests that reached the handler (``names``: the topic
+    ids the node knows)."""
     seen: list[Any] = []
+    by_id = version >= 13
 
     async def handler(ctx: RequestContext, req: Any) -> Any:
         seen.append(req)
         return ctx.respond(
             responses=[
                 {
-                    "name": t.name,
+                    **({"topic_id": t.topic_id} if by_id else {"name": t.name}),
                     "partition_responses": [{"index": p.index} for p in t.partition_data],
                 }
                 for t in req.topic_data
             ]
         )
 
-    access = Access(Authorizer(acls=acls), ALICE, "127.0.0.1", lambda _: None)
+    known = names or {}
+    access = Access(Authorizer(acls=acls), ALICE, "127.0.0.1", known.get)
     answer = asyncio.run(RULES[api_key](access, _ctx(api_key, version), request, handler))
     return answer, seen
 
@@ -335,6 +345,27 @@ def test_produce_refuses_unauthorized_topics_and_passes_only_the_rest() -> None:
     answer, seen = _run(0, 9, _produce(None, ["ok", "no"]), [acl("ok", WRITE)])
     assert _codes(answer) == {"ok": 0, "no": 29}
     assert [t.name for t in seen[0].topic_data] == ["ok"]
+    encode_response(1, answer)
+
+
+def test_produce_v13_authorizes_topics_named_by_id() -> None:
+    """Produce v13 names topics by id: the rule authorizes the id's topic name; an id the
+    node does not know goes on to the handler (UNKNOWN_TOPIC_ID there, as Kafka)."""
+    ok, no, unknown = uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
+    request = make(
+        request_class(0, 13),
+        transactional_id=None,
+        acks=-1,
+        timeout=1000,
+        topic_data=[
+            {"topic_id": i, "partition_data": [{"index": 0, "records": b"x"}]}
+            for i in (ok, no, unknown)
+        ],
+    )
+    answer, seen = _run(0, 13, request, [acl("ok", WRITE)], {ok: "ok", no: "no"})
+    codes = {t.topic_id: int(p.error_code) for t in answer.responses for p in t.partition_responses}
+    assert codes == {ok: 0, no: 29, unknown: 0}
+    assert [t.topic_id for t in seen[0].topic_data] == [ok, unknown]
     encode_response(1, answer)
 
 

@@ -86,6 +86,30 @@ def test_each_broker_has_a_listener_per_source_advertised_at_its_proxy(tmp_path:
     assert "127.0.0.1 kafka-n1001" in hosts_file(layout, layout.node(1001), Addressing())
 
 
+def test_before_3_9_no_controller_advertises_its_listener(tmp_path: Path) -> None:
+    """Kafka 3.3-3.8 refuse an advertised controller listener ("must be empty when
+    process.roles=controller"; on a combined node it must not contain the controller's):
+    3.7.1's StorageTool failed on it. Their followers fetch from the voters' names."""
+    old = KafkaRelease.parse("3.8.0")
+    assert not old.controller_advertises and KafkaRelease.parse("3.9.0").controller_advertises
+    layout = planned(2, 1)
+    controller = props(
+        server_properties(
+            layout, layout.node(1001), tmp_path, Addressing(), advertise_controller=False
+        )
+    )
+    assert "advertised.listeners" not in controller
+    assert controller["controller.quorum.voters"].startswith("1001@kafka-n1001:")
+    combined = planned(2, 0)
+    node = props(
+        server_properties(
+            combined, combined.node(1), tmp_path, Addressing(), advertise_controller=False
+        )
+    )
+    assert "CONTROLLER" not in node["advertised.listeners"]
+    assert "CONTROLLER" in node["listeners"]
+
+
 def test_settings_kafka_cannot_take_are_refused_by_name() -> None:
     assert split_settings(["a.b=1", "transaction.version=2"]) == ({"a.b": "1"}, 2)
     with pytest.raises(LaunchError, match=r"txnchaos\.bug\.skip-markers is a bug switch"):

@@ -139,7 +139,7 @@ def test_describe_and_state_file(mesh: LocalHandle) -> None:
     assert doc["launcher"] == "local" and doc["proxied"] is True
     assert doc["flavour"] == "txnchaos" and doc["version"] == package_version()
     assert doc["transaction_version"] == 2  # the nodes' default, as they report it
-    assert doc["capabilities"] == ["kill", "pause", "restart", "resume"]
+    assert doc["capabilities"] == ["kill", "pause", "restart", "resume", "tear"]
     assert {n["id"] for n in doc["nodes"]} == {CONTROLLER, *BROKERS}
     assert all(n["pid"] and n["metrics_url"] for n in doc["nodes"])
     assert set(doc["links"]) == set(mesh.links)

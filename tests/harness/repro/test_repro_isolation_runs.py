@@ -8,11 +8,13 @@ from pathlib import Path
 import pytest
 
 from tests.harness.repro.repro_runs import ISOLATION, assert_as_predicted, run_entry, spark_for
+from tests.selection import nightly_except
 
 pytestmark = pytest.mark.integration
 
 
-@pytest.mark.parametrize("name", ISOLATION)
+#: CI runs one entry (the other with ``pytest -m nightly``)
+@pytest.mark.parametrize("name", nightly_except(ISOLATION, keep={"lso-ignores-open-transactions"}))
 def test_the_bug_is_detected_and_the_defense_closes_it(
     name: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:

@@ -34,6 +34,8 @@ NOISE = [
 ]
 
 
+@pytest.mark.nightly  # minutes on two cores: six re-runs; the suite shrinks a case in
+# test_shrink_catalogue_case.py and the search itself in test_search.py
 def test_shrinking_drops_the_faults_the_anomaly_does_not_need(tmp_path: Path) -> None:
     scenario = entry_scenario(ENTRY, {"txnchaos.bug.transaction.timeout.never.fires": True})
     scenario["duration"] = 4

@@ -31,6 +31,8 @@ ENTRY = "lso-ignores-open-transactions"
 BUDGET_S = 900.0  # never reached: at most six re-runs here
 
 
+@pytest.mark.nightly  # minutes on two cores: six re-runs; the suite shrinks a case in
+# test_shrink_catalogue_case.py and the search itself in test_search.py
 def test_shrinking_a_run_without_faults_makes_its_workload_smaller(tmp_path: Path) -> None:
     scenario = entry_scenario(ENTRY, {"txnchaos.bug.lso.ignores.open.transactions": True})
     scenario["duration"] = 6

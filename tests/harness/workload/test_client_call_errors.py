@@ -26,10 +26,28 @@ def test_the_kafka_error_is_raised_not_the_system_error() -> None:
     assert caught.value.args[0].code() == KafkaError._FENCED
 
 
-def test_other_errors_pass_through() -> None:
+def test_a_system_error_without_cause_is_a_fatal_kafka_error() -> None:
     def broken() -> None:
-        raise SystemError("no cause")
+        raise SystemError("flush returned NULL without setting an exception")
 
-    with pytest.raises(SystemError, match="no cause"):
+    with pytest.raises(KafkaException) as caught:
         run_client_call(DirectExecutor(), broken)
+    err = caught.value.args[0]
+    assert err.fatal() and err.code() == KafkaError._FATAL
+    assert "returned NULL" in err.str()
+
+
+def test_other_calls_pass_through() -> None:
     assert run_client_call(DirectExecutor(), json.loads, "[1]") == [1]
+    with pytest.raises(ValueError):
+        run_client_call(DirectExecutor(), json.loads, "[")
+
+
+def test_gevent_does_not_rethrow_a_handled_system_error_into_the_main_greenlet() -> None:
+    from gevent.hub import Hub
+
+    from txnchaos.harness.workload.clients import GeventExecutor
+
+    GeventExecutor(min_threads=1)
+    assert SystemError not in Hub.SYSTEM_ERROR
+    assert KeyboardInterrupt in Hub.SYSTEM_ERROR and SystemExit in Hub.SYSTEM_ERROR
