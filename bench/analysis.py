@@ -9,7 +9,7 @@ history judged in at most 60 s end to end.
 
 Each line says whether its JVM mapped Spark's classes from the class-data-sharing archive
 (``mapped``) or ran without one (``missing``: the first analysis on a machine, slower to start;
-a background process then builds it, see analysis/engine/class_archive.py).
+a background process then builds it, see analysis/spark/class_archive.py).
 """
 
 from __future__ import annotations
