@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
+from tests.selection import nightly_except
 from txnchaos.analysis.analyze import analyze
 from txnchaos.analysis.reference import Item
 from txnchaos.analysis.spark.pipeline import analyze as spark_analyze
@@ -138,7 +139,7 @@ def _counts(rows: list[dict[str, Any]]) -> dict[str, int]:
     return out
 
 
-@pytest.mark.parametrize("seed", [1, 2])
+@pytest.mark.parametrize("seed", nightly_except([1, 2], keep={1}))
 def test_spark_and_reference_agree_and_find_the_injections(
     spark: SparkSession, tmp_path: Path, seed: int
 ) -> None:

@@ -219,6 +219,7 @@ def test_broker_killed_mid_transaction_is_all_or_nothing(
 
 
 @pytest.mark.slow
+@pytest.mark.nightly  # the coordinator storm above stays in CI; the nightly run has both
 def test_brokers_killed_repeatedly_under_transactional_load(cluster: LocalCluster) -> None:
     """Many kill points at once: four producers run transactions (random aborts, the
     soak test's checks) while the brokers are SIGKILLed and restarted in turn."""

@@ -153,6 +153,7 @@ def check(read: list[bytes], workers: list[Worker], who: str) -> None:
         last[key] = int(n)
 
 
+@pytest.mark.nightly  # a soak: the nightly run, not CI's 30 minutes
 def test_eight_producers_with_random_aborts(cluster: LocalCluster) -> None:
     bootstrap = cluster.state()["bootstrap"]
     topic = unique("soak")
