@@ -49,7 +49,15 @@ def tiny_run(root: Path) -> Path:
     op("c", E.ASSIGN, Item("t", 0, 0), Item("t", 1, 0))
     op("c", E.POLL, Item("t", 0, 0, "w|0|0"), Item("t", 1, 1, "w|0|1"))
     op("x", E.BEGIN, txn=0, transactional_id="x", producer_id=2, producer_epoch=0)
-    op("x", E.SEND, Item("o", 0, 0, "x|0|0", source="w|0|0"), txn=0, group_id="g")
+    op(
+        "x",
+        E.SEND,
+        Item("o", 0, 0, "x|0|0", source="w|0|0"),
+        txn=0,
+        group_id="g",
+        producer_id=2,
+        producer_epoch=0,
+    )
     op("x", E.SEND_OFFSETS, Item("t", 0, 1), txn=0, group_id="g")
     op("x", E.COMMIT, txn=0)
     reads = [
@@ -70,6 +78,7 @@ def tiny_run(root: Path) -> Path:
             (M.PARTITIONS_WITH_LATE_TXNS.value, {}, 0.0),
             (M.PRODUCER_ID_COUNT.value, {}, 2.0),
             (M.TXNS_COMMITTED.value, {}, float(s + 1)),
+            (M.TXNS_ABORTED.value, {}, 1.0),
             (M.LAST_STABLE_OFFSET_LAG.value, {"topic": "t", "partition": "0"}, 0.0),
             (M.HARNESS_LSO.value, {"topic": "t", "partition": "0"}, float(s)),
             (M.HARNESS_HIGH_WATERMARK.value, {"topic": "t", "partition": "0"}, float(s)),
@@ -83,7 +92,12 @@ def tiny_run(root: Path) -> Path:
     ]
     write_final_state(
         root / FINAL_STATE_JSON,
-        {"captured_ns": end, "partitions": partitions, "open_transactions": []},  # type: ignore[typeddict-item]
+        {
+            "captured_ns": end,
+            "partitions": partitions,  # type: ignore[typeddict-item]
+            "open_transactions": [],
+            "group_offsets": [{"group_id": "g", "topic": "t", "partition": 0, "offset": 1}],
+        },
     )
     return root
 

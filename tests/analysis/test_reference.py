@@ -248,14 +248,14 @@ def test_the_time_a_node_was_down_does_not_count_towards_a_stall() -> None:
 
     down = [fault("restart", "node 1001", 2, 15), fault("pause", "node 2", 10, 22)]
     facts = RunFacts(metrics=samples, transaction_timeout_ms=10_000, faults=down)
-    assert hanging_transactions(facts).counts["lso_stall"] == 0
+    assert hanging_transactions.rule(Indexes([]), facts).counts["lso_stall"] == 0
     link = [fault("delay", "client->n1", 2, 22)]
     facts = RunFacts(metrics=samples, transaction_timeout_ms=10_000, faults=link)
-    (stall,) = hanging_transactions(facts).rows
+    (stall,) = hanging_transactions.rule(Indexes([]), facts).rows
     assert stall["evidence"]["nodes_down_ms"] == 0
     short = [fault("restart", "node 1001", 2, 8)]
     facts = RunFacts(metrics=samples, transaction_timeout_ms=10_000, faults=short)
-    (stall,) = hanging_transactions(facts).rows
+    (stall,) = hanging_transactions.rule(Indexes([]), facts).rows
     assert stall["evidence"]["nodes_down_ms"] == 6_000
 
 
