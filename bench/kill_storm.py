@@ -63,6 +63,17 @@ class Worker:
     counter: int = 0
 
 
+#: longest a full disk waits for a write to meet it after ``--full-seconds``
+FULL_UNTIL_OFFLINE_S = 30.0
+
+
+def log_dir_offline(node_dir: Path) -> bool:
+    """Whether the node's log says its log directory went offline (a write met the full
+    disk)."""
+    log = node_dir / "node.log"
+    return log.exists() and "offline" in log.read_text(errors="replace").lower()
+
+
 def producer(bootstrap: str, txn_id: str) -> Producer:
     p = Producer(
         {
@@ -292,6 +303,11 @@ def storm(args: argparse.Namespace, root: Path) -> int:
                 filler = fill(disk)
                 print(f"t={time.monotonic() - started:.0f}s: broker {FULL_DISK}'s disk is full")
                 time.sleep(args.full_seconds)
+                # kept full until a write met it (the log dir goes offline), within a bound: on
+                # a loaded machine the producers may write nothing to it for a few seconds
+                until = time.monotonic() + FULL_UNTIL_OFFLINE_S
+                while not log_dir_offline(disk) and time.monotonic() < until:
+                    time.sleep(0.2)
                 filler.unlink()
                 cluster.kill_node(FULL_DISK)
                 cluster.restart_node(FULL_DISK)
@@ -312,8 +328,7 @@ def storm(args: argparse.Namespace, root: Path) -> int:
         verdict = judge(read, workers)
         errors = Counter(e for w in workers for e in w.errors)
         storage_errors = errors.get("KAFKA_STORAGE_ERROR", 0)
-        log = (disk / "node.log").read_text(errors="replace")
-        offline = "offline" in log.lower()
+        offline = log_dir_offline(disk)
         print(
             f"{args.seconds:.0f} s, {args.producers} producers: {verdict.committed_txns} "
             f"acked commits ({verdict.committed_records} records), {verdict.aborted_txns} "

@@ -302,6 +302,16 @@ class Producer:
         except KafkaClientError:
             return False
         end_txn = coordinator.versions.get(API_END_TXN, (0, 0))[1]
+        if API_PRODUCE not in any_node.versions:
+            # a transaction coordinator of its own serves no Produce: when the view knows only
+            # that node (a new producer's keep-prepared init, before any metadata), ask the
+            # brokers; reading its missing Produce as v0 ran a TV2 cluster's transaction at
+            # TV1 (and a recovered KIP-939 transaction could then not be completed)
+            try:
+                await self.view.refresh()
+                any_node = await self.view.any_connection()
+            except KafkaClientError:
+                return False
         produce = any_node.versions.get(API_PRODUCE, (0, 0))[1]
         return end_txn >= 5 and produce >= 12
 

@@ -22,6 +22,7 @@ from txnchaos.harness.clients import (
     ProducerConfig,
     StateError,
 )
+from txnchaos.harness.clients.connection import API_PRODUCE
 from txnchaos.harness.launch.local import LocalCluster
 from txnchaos.harness.transactions_tool.admin import AdminClient
 
@@ -261,3 +262,24 @@ def test_two_phase_commit_refused_when_the_cluster_disables_it(
         await plain.close()
 
     asyncio.run(main())
+
+
+def test_a_view_knowing_only_the_coordinator_still_sees_tv2(bootstrap: str) -> None:
+    """A new producer whose view knows only the transaction coordinator (a node of its own,
+    serving no Produce) asks the brokers whether they serve Produce v12: it took the missing
+    Produce for v0 and ran the transaction at TV1 (under load, a keep-prepared recovery then
+    could not complete its transaction)."""
+    txn_id = unique("2pc-view")
+
+    async def choose() -> int:
+        p = two_pc(bootstrap, txn_id)
+        await p.view.refresh()  # the cluster's finalized features (transaction.version 2)
+        coordinator = await p.txn.coordinator()
+        assert API_PRODUCE not in coordinator.versions  # a coordinator-only node
+        p.view.nodes = {COORDINATOR_ID: p.view.nodes[COORDINATOR_ID]}
+        try:
+            return await p._choose_tv()
+        finally:
+            await p.close()
+
+    assert asyncio.run(choose()) == 2
