@@ -1,13 +1,22 @@
-"""Maps the three top-level layers onto the ``txnchaos`` import package.
+"""Maps the top-level layers onto the ``txnchaos`` import package.
 
-The repository keeps ``cluster/``, ``harness/`` and ``analysis/`` at the top level
-(the layout shows the architecture); installed, they are ``txnchaos.cluster``,
-``txnchaos.harness`` and ``txnchaos.analysis``. Metadata lives in pyproject.toml.
+The repository keeps each layer at the top level (the layout shows the architecture);
+installed, ``cluster/`` is ``txnchaos.cluster`` and so on. :data:`LAYERS` lists them from the
+bottom up, each with the layers below it that it may import (``harness`` and ``analysis`` are
+peers: neither imports the other); tests/test_layers.py fails on any other import. Metadata
+lives in pyproject.toml.
 """
 
 from setuptools import find_packages, setup
 
-LAYERS = ("cluster", "harness", "analysis")
+#: bottom up, each layer with the layers it may import
+LAYERS: dict[str, tuple[str, ...]] = {
+    "cluster": (),  # our Kafka-protocol nodes
+    "rundir": ("cluster",),  # the run directory's format: written by the harness, read by all
+    "harness": ("cluster", "rundir"),  # runs a scenario into a run directory
+    "analysis": ("cluster", "rundir"),  # judges a run directory
+    "jobs": ("cluster", "rundir", "harness", "analysis"),  # runs, then judges: the CLI
+}
 
 packages: list[str] = []
 package_dir: dict[str, str] = {}

@@ -1,15 +1,14 @@
-"""The analysis layer: judges a run directory on PySpark, or small ones in plain Python.
+"""The analysis layer: judges a run directory.
 
-``pipeline.analyze(run_dir, master=None) -> Verdict`` loads the history (``load``), builds the
-shared projections once (``projections``), runs one checker module per anomaly class
-(``checkers/``, each module docstring is that checker's written definition; ``checkers.registry``
-lists them and derives the schedule from what each reads) on the Spark engine (``engine/``:
-session, local JVM tuning, class archive, parallel scheduling, packed keys), and writes
-``verdict.json`` (``verdict``) and a self-contained ``report.html`` (``report``).
-``analyze.main_analyze(run_dir, master, engine)`` is the ``txnchaos analyze`` entry point (exit
-code 0 valid, 1 anomalies, 2 unreadable run directory). ``reference`` states each checker's rule
-as a short plain-Python function over named indexes of the history (no Spark), returning the
-same anomaly rows; tests hold the two to agreement, and ``analyze`` judges small histories with
-it (``reference.verdict``), without a JVM. The history schema itself lives in
-``txnchaos.harness.history`` (shared with the recorder).
+Each checker's rule is stated once, in ``rules/<checker>.py``: the module's docstring is its
+definition (verdict.json and the report print it) and ``rule(ix, facts)`` is the rule in plain
+Python over the history's own types (``model/``); ``rules/registry.py`` lists them. Two engines
+judge by those rules: the PySpark pipeline (``spark/``: the session and its tuning, the shared
+projections, and ``spark/checkers/<checker>.py``, each implementing the rule it names), which
+judges every run by default, and the plain-Python engine (``reference/``), the test oracle every
+Spark verdict is held equal to and ``--engine reference`` for a quick look. Both verdicts are
+built by one builder (``assemble.py``) into ``verdict.json`` (``verdict.py``) and a
+self-contained ``report.html`` (``report/``). ``analyze.RunJudge`` is what the commands that
+judge runs use (exit code 0 valid, 1 anomalies, 2 unreadable run directory). The run directory's
+format is the layer below (``txnchaos.rundir``); this layer never imports the harness.
 """

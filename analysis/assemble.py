@@ -1,16 +1,36 @@
-"""From checkers' anomaly rows to the verdict, shared by both engines: counts per kind, the first
-examples of each kind, anomalies per second, each checker's verdict, and the files written."""
+"""The one verdict builder, for both engines: from what an engine found in a run (a
+:class:`Judgement`: each rule's result and the anomaly rows' counts, examples and times, the
+summary pass, the plotted series) to the :class:`Verdict` — each checker's verdict with its
+rule's definition, the run's stats, the nemesis section, the findings (client crashes), what
+was judged — and the files
+written (verdict.json, report.html)."""
 
 from __future__ import annotations
 
 import math
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..harness.history.run_dir import REPORT_HTML, VERDICT_JSON
-from .verdict import INVALID, UNKNOWN, VALID, CheckerVerdict, Verdict
+from ..rundir.run_dir import RunDir
+from ..rundir.verdict_file import REPORT_HTML, VERDICT_JSON, judged_cluster
+from .fault_actions import read_schedule
+from .findings import read_findings
+from .load_stats import load_stats
+from .nemesis_outcome import read_nemesis_section
+from .rules.registry import by_name, definition
+from .verdict import (
+    INVALID,
+    UNKNOWN,
+    VALID,
+    CheckerVerdict,
+    Resembles,
+    Verdict,
+    overall_status,
+    resemblance,
+)
 
 SEC = 1_000_000_000
 
@@ -20,10 +40,9 @@ AnomalyResults = tuple[dict[tuple[str, str], int], list[dict[str, Any]], list[di
 
 class CheckerResult(Protocol):
     """What a checker reports of one run besides its anomaly rows, whichever engine ran it
-    (CheckOutput, Judged)."""
+    (the Spark implementation's CheckOutput, the rule's Judged)."""
 
     name: str
-    definition: str
     kinds: tuple[str, ...]
     unknown: str | None
     notes: list[str]
@@ -96,7 +115,9 @@ def checker_verdicts(
     counts: dict[tuple[str, str], int],
     examples: list[dict[str, Any]],
 ) -> dict[str, CheckerVerdict]:
-    """Each checker's verdict from the anomaly results of every checker's rows."""
+    """Each checker's verdict from the anomaly results of every checker's rows; its definition
+    is its rule's (rules/registry.py)."""
+    rules = by_name()
     result: dict[str, CheckerVerdict] = {}
     for o in outputs:
         kinds = {k: counts.get((o.name, k), 0) for k in o.kinds}
@@ -110,7 +131,7 @@ def checker_verdicts(
         result[o.name] = CheckerVerdict(
             name=o.name,
             status=status,
-            definition=o.definition,
+            definition=definition(rules[o.name]),
             counts=kinds,
             anomaly_count=total,
             examples=[{k: v for k, v in e.items() if k != "checker"} for e in ex],
@@ -121,10 +142,73 @@ def checker_verdicts(
     return result
 
 
-def write_verdict(verdict: Verdict, run_dir: str | os.PathLike[str]) -> None:
-    """verdict.json and report.html into the run directory."""
+@dataclass
+class Judgement:
+    """What an engine found in a run, before it is a verdict: each rule's result (in the
+    registry's order) and the anomaly results of their rows; the summary pass (events, ops per
+    type, ops per second, transactions per status); the report's series; the faults; timings."""
+
+    engine: str
+    results: Sequence[CheckerResult]
+    anomalies: AnomalyResults
+    events: int
+    type_counts: Mapping[str, int]
+    timeline: list[dict[str, Any]]
+    transactions: Mapping[str, int]
+    faults: list[dict[str, Any]]
+    #: plotted series beside the ops and anomalies per second: the LSO lag, latencies, ...
+    lso: dict[str, Any] = field(default_factory=dict)
+    plots: dict[str, Any] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict)
+    #: the Spark application that judged (None: the reference engine)
+    spark: dict[str, Any] | None = None
+
+
+def build_verdict(run_dir: str | os.PathLike[str], run: RunDir, judged: Judgement) -> Verdict:
+    """The verdict of ``run`` (validated by ``prepare_run``) from what an engine found."""
+    counts, examples, anomaly_timeline = judged.anomalies
+    checkers = checker_verdicts(judged.results, counts, examples)
+    schedule, schedule_note = read_schedule(run.path)
+    nemesis, nemesis_note = read_nemesis_section(run.path, schedule)
+    findings, findings_note = read_findings(run.path, schedule, run.info)
+    return Verdict(
+        run_dir=str(run_dir),
+        status=overall_status(checkers),
+        checkers=checkers,
+        stats={
+            "events": judged.events,
+            "ops": sum(judged.type_counts.values()),
+            "ops_by_type": dict(sorted(judged.type_counts.items())),
+            "transactions": dict(sorted(judged.transactions.items())),
+            **load_stats(judged.timeline, judged.plots),
+        },
+        timings=judged.timings,
+        series={
+            "ops": judged.timeline,
+            "anomalies": anomaly_timeline,
+            "lso_lag": judged.lso,
+            **judged.plots,
+            "schedule": schedule,
+        },
+        faults=judged.faults,
+        run=run.info,
+        notes=list(run.notes) + [n for n in (schedule_note, nemesis_note, findings_note) if n],
+        nemesis=nemesis,
+        findings=findings,
+        engine=judged.engine,
+        cluster=judged_cluster(run.info),
+        spark=judged.spark,
+    )
+
+
+def write_verdict(
+    verdict: Verdict, run_dir: str | os.PathLike[str], resembles: Resembles | None = None
+) -> None:
+    """verdict.json and report.html into the run directory (an invalid verdict says first
+    which known bugs it resembles)."""
     from .report import render_report
 
+    verdict.resembles = resemblance(verdict, resembles)
     root = Path(run_dir)
     verdict.write(root / VERDICT_JSON)
     (root / REPORT_HTML).write_text(render_report(verdict), encoding="utf-8")

@@ -19,6 +19,8 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
+from ..rundir.fault_log import FRAME_KINDS
+
 SEC = 1_000_000_000
 #: a record may start this long before its action's window or after its end and still be its
 #: own (clocks of the harness's threads; a delayed frame logged as it is released)
@@ -133,8 +135,6 @@ def _effect(records: list[dict[str, Any]], unit: str, scheduled: bool) -> str:
 def _unit(kind: str) -> str:
     """What one fault-log record of this kind is: a frame a proxy rule acted on, or a
     fault of its own (a link shaped, a node killed, a client crashed)."""
-    from ..harness.faults.proxy.rules import FRAME_KINDS
-
     return "request" if kind in FRAME_KINDS else "record"
 
 

@@ -3,7 +3,8 @@ anomalies.  One kind so far, ``client_crash``: a workload client process that di
 or a library assertion (``client-crashes/*.json``, written by the workload as it happened), with
 the faults active at that moment and in the half minute before (from the nemesis log), and the
 command that repeats the run.  A client crash is a bug in a client library, not in the cluster:
-it leaves the cluster's verdict alone and makes the run's exit code 1 (verdict.py)."""
+it leaves the cluster's verdict alone and makes the run's exit code 1 (verdict.py). In words:
+rundir/verdict_file.py (``finding_line``), which the nightly rows read too."""
 
 from __future__ import annotations
 
@@ -11,13 +12,12 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ..harness.history.client_crashes import read_crashes
-from ..harness.nemesis.outcome_log import read_outcomes
+from ..rundir.client_crashes import read_crashes
+from ..rundir.outcome_log import read_outcomes
+from ..rundir.verdict_file import BEFORE_S, CLIENT_CRASH, finding_line
 
-CLIENT_CRASH = "client_crash"
-#: how far before a crash a healed fault is still listed (``faults_before``): a lost response
-#: surfaces when its request times out, up to a transaction timeout later
-BEFORE_S = 30.0
+__all__ = ["BEFORE_S", "CLIENT_CRASH", "client_crash_finding", "finding_line", "read_findings"]
+
 SCENARIO_FILE = "scenario.yaml"
 
 
@@ -112,34 +112,3 @@ def read_findings(
     scenario = Path(run_dir) / SCENARIO_FILE
     repeat = f"txnchaos run {scenario}" if scenario.is_file() else None
     return [client_crash_finding(r, spans, origin, repeat) for r in crashes], note
-
-
-def finding_line(f: dict[str, Any]) -> str:
-    """A finding in one line (the verdict's summary, nightly, JUnit)."""
-    if f.get("kind") != CLIENT_CRASH:
-        return f"{f.get('kind')}: {f}"
-    lib = " ".join(str(x) for x in (f.get("library"), f.get("library_version")) if x)
-    at = f" at +{f['at_s']:.1f} s" if isinstance(f.get("at_s"), int | float) else ""
-    flight = ", ".join(
-        f"{o.get('type')}" + (f" txn {o['txn']}" if o.get("txn") is not None else "")
-        for o in (f.get("in_flight") or [])[-3:]
-    )
-    active = ", ".join(_fault_words(x) for x in f.get("faults_active") or []) or "none"
-    before = ", ".join(_fault_words(x) for x in f.get("faults_before") or []) or "none"
-    return (
-        f"client crash: {f['process']} ({f.get('user_kind')}, {lib}){at}: "
-        f"{f.get('signal') or 'exit ' + str(f.get('exit_code'))}: {f.get('message')}; "
-        f"in flight: {flight or 'nothing'}; faults active: {active}; "
-        f"healed in the {BEFORE_S:g} s before: {before}"
-    )
-
-
-def _fault_words(x: dict[str, Any]) -> str:
-    target = f" on {x['target']}" if x.get("target") else ""
-    when = x.get("applied_at_s")
-    span = ""
-    if isinstance(when, int | float):
-        healed = x.get("healed_at_s")
-        end = f"{healed:.1f}" if isinstance(healed, int | float) else "end"
-        span = f" (+{when:.1f}..{end} s)"
-    return f"{x.get('kind')}{target}{span}"

@@ -1,49 +1,30 @@
-"""Run directory -> Spark DataFrames, with explicit schemas and errors that say what is wrong.
+"""A run directory, validated for judging, with errors that say what is wrong.
 
-``prepare_run`` validates without Spark (so a bad directory fails fast, before a JVM starts); a
-run directory holding only JSON Lines (a crashed or interrupted run) is compacted to Parquet
-first, so a partial run is still analysable.  ``load_run`` then reads it with explicit schemas.
+``prepare_run`` validates without Spark (so a bad directory fails fast, before a JVM starts),
+and never writes: the analysis reads the run directory strictly; compacting a run left as JSON
+Lines is the writer side's (rundir/compact.py: the harness, or ``txnchaos analyze`` first).
+Each engine then reads it: the Spark engine with explicit schemas (spark/load.py), the
+reference engine with pyarrow.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, replace
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from dataclasses import replace
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..harness.history.compact import (
-    compact_metrics,
-    compact_to_parquet,
+from ..rundir.compact import (
     parquet_notes,
     read_faults,
 )
-from ..harness.history.final_state import FinalState
-from ..harness.history.run_dir import RunDir, RunDirError, open_run_dir
-from ..harness.history.schema import (
+from ..rundir.run_dir import RunDir, RunDirError, open_run_dir
+from ..rundir.schema import (
     HISTORY_ARROW_SCHEMA,
     METRIC_ARROW_SCHEMA,
-    history_spark_schema,
-    metrics_spark_schema,
 )
-from .input_uri import executor_path
-
-if TYPE_CHECKING:  # prepare_run serves the reference engine too, which never imports pyspark
-    from pyspark.sql import DataFrame, SparkSession
-
-
-@dataclass
-class RunData:
-    run: RunDir
-    history: DataFrame
-    metrics: DataFrame | None
-    faults: list[dict[str, Any]]
-    final_state: FinalState | None
-
 
 #: how Spark reports a file it could not read (a corrupt Parquet page, a truncated file)
 _READ_FAILURE = re.compile(r"FAILED_READ_FILE[^\]]*\]\s*Encountered error while reading file (\S+)")
@@ -79,77 +60,21 @@ def _check_parquet(path: os.PathLike[str], expected: pa.Schema, what: str) -> No
 
 
 def prepare_run(path: str | os.PathLike[str]) -> RunDir:
-    """Validate a run directory without Spark: required files present, JSON Lines compacted to
-    Parquet (a crashed run), Parquet schemas as expected, the fault log readable.  Raises
-    :class:`RunDirError` (a bad line: :class:`CorruptLineError`, naming the file and line).
-    The returned run's ``notes`` say what was skipped: torn lines, at this compaction or the
-    one that wrote the Parquet files."""
+    """Validate a run directory without Spark, reading it only: required files present and
+    compacted (history.parquet, and metrics.parquet when the nodes' metrics were scraped:
+    the harness compacts every run it records, ``txnchaos analyze`` one it did not), Parquet
+    schemas as expected, the fault log readable.  Raises :class:`RunDirError` (a bad line:
+    :class:`CorruptLineError`, naming the file and line). The returned run's ``notes`` say
+    what the compaction skipped: torn lines."""
     run = open_run_dir(path)
     if run.history_parquet is None:
-        try:
-            compact_to_parquet(run.path)
-        except OSError as e:
-            raise RunDirError(f"cannot compact {run.path}/history/*.jsonl: {e}") from e
-        run = open_run_dir(path)
-    assert run.history_parquet is not None
-    _check_parquet(run.history_parquet, HISTORY_ARROW_SCHEMA, "history")
+        raise RunDirError(f"{run.path} has no history.parquet: the run was not compacted")
     if run.metrics_parquet is None and run.metrics_jsonl:
-        try:
-            compact_metrics(run.path)
-        except OSError as e:
-            raise RunDirError(f"cannot compact {run.path}/metrics/*.jsonl: {e}") from e
-        run = open_run_dir(path)
-    assert run.history_parquet is not None
+        raise RunDirError(f"{run.path} has no metrics.parquet: the metrics were not compacted")
+    _check_parquet(run.history_parquet, HISTORY_ARROW_SCHEMA, "history")
     notes = parquet_notes(run.history_parquet)
     if run.metrics_parquet is not None and run.info.get("metrics_supported", True):
         _check_parquet(run.metrics_parquet, METRIC_ARROW_SCHEMA, "metrics")
         notes += parquet_notes(run.metrics_parquet)
     read_faults(run.path, notes)  # read again by load_run: a small file, checked before Spark
     return replace(run, notes=tuple(notes))
-
-
-def load_run(
-    spark: SparkSession, run: RunDir | str | os.PathLike[str], input_uri: str | None = None
-) -> RunData:
-    """DataFrames over a run directory (validated first unless ``run`` already is), whose
-    Parquet files the executors read where input_uri.executor_path says: from ``input_uri``, a
-    copy of the run directory, if given (checked to hold as many history rows)."""
-    if not isinstance(run, RunDir):
-        run = prepare_run(run)
-    assert run.history_parquet is not None
-    from .engine.local_jvm import is_local  # the engine package imports pyspark
-
-    local = is_local(str(spark.sparkContext.master))
-
-    def where(file: Path) -> str:
-        return executor_path(Path(run.path), file, local=local, input_uri=input_uri)
-
-    try:
-        history = spark.read.schema(history_spark_schema()).parquet(where(run.history_parquet))
-        if input_uri is not None:
-            _check_copy(history, run.history_parquet, where(run.history_parquet))
-    except RunDirError:
-        raise
-    except Exception as e:  # Spark could not list or read the copy: name the URI
-        if input_uri is None:
-            raise
-        why = " ".join(str(e).split())[:300]
-        uri = where(run.history_parquet)
-        raise RunDirError(f"--input-uri: {uri} could not be read: {why}") from e
-    metrics = None
-    if run.metrics_parquet is not None and run.info.get("metrics_supported", True):
-        metrics = spark.read.schema(metrics_spark_schema()).parquet(where(run.metrics_parquet))
-    faults = read_faults(run.path).to_pylist()
-    return RunData(run, history, metrics, faults, run.final_state)
-
-
-def _check_copy(history: DataFrame, local_file: Path, uri: str) -> None:
-    """Refuse a copy at ``uri`` whose row count differs from the run directory's history (a
-    stale or partial upload would be judged as if it were the run)."""
-    want = pq.ParquetFile(local_file).metadata.num_rows
-    got = history.count()
-    if got != want:
-        raise RunDirError(
-            f"--input-uri: {uri} holds {got} history rows, the run directory {want}: "
-            "copy the run directory there again"
-        )

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ..harness.history.schema import EventType
+from ..rundir.schema import EventType
 
 
 def committed_per_second(timeline: Iterable[Mapping[str, Any]]) -> float | None:

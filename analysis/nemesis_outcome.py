@@ -1,13 +1,14 @@
 """The verdict's ``nemesis`` section, shared by both engines: how many scheduled faults were
 applied, failed or never reached, which heals failed, and every error, from the nemesis log
-(``nemesis.jsonl``) — a chaos run must say when the chaos it was asked for did not happen."""
+(``nemesis.jsonl``) — a chaos run must say when the chaos it was asked for did not happen.
+In words: rundir/verdict_file.py (``nemesis_line``), which the nightly rows read too."""
 
 from __future__ import annotations
 
 import os
 from typing import Any
 
-from ..harness.nemesis.outcome_log import read_outcomes
+from ..rundir.outcome_log import read_outcomes
 
 
 def nemesis_section(
@@ -56,41 +57,3 @@ def read_nemesis_section(
     """The run directory's ``nemesis`` section, and a note when log lines were unreadable."""
     lines, note = read_outcomes(run_dir)
     return nemesis_section(schedule, lines), note
-
-
-def describe(section: dict[str, Any]) -> str:
-    """The section in one line (the verdict's summary, the report)."""
-    parts = [f"{section['scheduled']} fault(s) scheduled, {section['applied']} applied"]
-    for key, words in (
-        ("failed", "failed"),
-        ("not_reached", "never reached"),
-        ("unhealed", "left unhealed"),
-        ("heals_retried", "heal(s) retried"),
-    ):
-        if section.get(key):
-            parts.append(f"{section[key]} {words}")
-    n = len(section.get("errors") or [])
-    parts.append(f"{n} error{'s' if n != 1 else ''}" if n else "no errors")
-    return ", ".join(parts)
-
-
-def error_text(error: dict[str, Any]) -> str:
-    """One error of the section as a line."""
-    at = error.get("at")
-    when = f" (due at {float(at):.1f} s)" if isinstance(at, int | float) else ""
-    return f"action {error['action']} {error.get('kind')}: {error['step']} failed{when}: " + str(
-        error["error"]
-    )
-
-
-def no_chaos(section: dict[str, Any] | None) -> str | None:
-    """Why the run tested no chaos although its scenario asked for some (faults scheduled, none
-    applied: all failed or never reached), or None.  A scenario without a nemesis schedules
-    nothing and is no chaos run; a random mix always schedules at least one fault."""
-    if not section or not section.get("scheduled") or section.get("applied"):
-        return None
-    parts = [f"{section['scheduled']} scheduled"]
-    for key, words in (("failed", "failed"), ("not_reached", "never reached")):
-        if section.get(key):
-            parts.append(f"{section[key]} {words}")
-    return f"no fault was applied ({', '.join(parts)})"

@@ -33,9 +33,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.run_dir is None:
         ap.error("RUN_DIR is required")
+    # absolute: spark-submit runs this file as a script, outside its package
     from txnchaos.analysis.analyze import main_analyze
-    from txnchaos.analysis.engine.session import submitted_session
     from txnchaos.analysis.input_uri import InputUriError, parse_input_uri
+    from txnchaos.analysis.spark.session import submitted_session
 
     try:
         input_uri = parse_input_uri(args.input_uri) if args.input_uri is not None else None

@@ -5,11 +5,38 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-VALID, INVALID, UNKNOWN = "valid", "invalid", "unknown"
+from ..rundir.cluster_identity import cluster_settings
+from ..rundir.verdict_file import (
+    INVALID,
+    UNKNOWN,
+    VALID,
+    cluster_line,
+    engine_line,
+    finding_line,
+    nemesis_error_line,
+    nemesis_line,
+)
+
+__all__ = [
+    "INVALID",
+    "UNKNOWN",
+    "VALID",
+    "CheckerVerdict",
+    "Resembles",
+    "Verdict",
+    "overall_status",
+    "run_settings",
+]
+
+#: (the checkers that flagged a run, its cluster's ``key=value`` settings) -> sentences naming
+#: the known bugs it resembles: the reproduction catalogue's, which the analysis does not
+#: know; the layer above supplies it (jobs/, from harness/repro/resemblance.py)
+Resembles = Callable[[set[str], list[str]], list[str]]
 #: the engines that judge a run; ``auto`` lets analysis/analyze.py choose by history size
 AUTO, SPARK, REFERENCE = "auto", "spark", "reference"
 ENGINES = (AUTO, SPARK, REFERENCE)
@@ -45,6 +72,13 @@ class Verdict:
     engine: str | None = None
     #: how the nemesis carried out its schedule (nemesis_outcome.py); None: no nemesis log
     nemesis: dict[str, Any] | None = None
+    #: the known bugs an invalid run resembles, in words (see :data:`Resembles`)
+    resembles: list[str] = field(default_factory=list)
+    #: what was judged: the cluster's flavour, version and transaction.version (run.json's)
+    cluster: dict[str, Any] = field(default_factory=dict)
+    #: the Spark application that judged (master, application id and name, version, how its
+    #: session started); None when the reference engine judged
+    spark: dict[str, Any] | None = None
     #: what the run found besides anomalies (findings.py): client crashes; each one makes the
     #: exit code 1 without touching the cluster's status
     findings: list[dict[str, Any]] = field(default_factory=list)
@@ -76,7 +110,6 @@ class Verdict:
         return " ".join(str(x) for x in (cluster["flavour"], cluster.get("version")) if x)
 
     def summary(self) -> str:
-        engine = f", judged by {self.engine}" if self.engine else ""
         cluster = self.cluster_name()
         on = f" on {cluster}" if cluster else ""
         found = ""
@@ -84,7 +117,9 @@ class Verdict:
             kinds = sorted({str(f.get("kind")).replace("_", " ") for f in self.findings})
             n = len(self.findings)
             found = f", {n} FINDING{'S' if n > 1 else ''} ({', '.join(kinds)})"
-        lines = [f"verdict: {self.status.upper()}{on}{found}  ({self.run_dir}{engine})"]
+        lines = [f"verdict: {self.status.upper()}{on}{found}  ({self.run_dir})"]
+        lines.append(f"  {engine_line(self.to_json())}")
+        lines.append(f"  cluster: {cluster_line(self.cluster)}")
         for c in self.checkers.values():
             detail = (
                 ", ".join(f"{k}={v}" for k, v in c.counts.items() if v) if c.anomaly_count else ""
@@ -100,18 +135,27 @@ class Verdict:
             )
         lines += [f"  note: {n}" for n in self.notes]
         if self.nemesis is not None:
-            from .nemesis_outcome import describe, error_text
-
-            lines.append(f"  nemesis: {describe(self.nemesis)}")
-            lines += [f"  nemesis error: {error_text(e)}" for e in self.nemesis["errors"]]
+            lines.append(f"  nemesis: {nemesis_line(self.nemesis)}")
+            lines += [f"  nemesis error: {nemesis_error_line(e)}" for e in self.nemesis["errors"]]
         if self.findings:
-            from .findings import finding_line
-
             lines += [f"  FINDING {finding_line(f)}" for f in self.findings]
             repeat = next((f["repeat"] for f in self.findings if f.get("repeat")), None)
             if repeat:
                 lines.append(f"  repeat: {repeat}")
         return "\n".join(lines)
+
+
+def run_settings(run: dict[str, Any]) -> list[str]:
+    """The cluster's ``key=value`` settings as run.json records them (local and docker)."""
+    return cluster_settings(run)
+
+
+def resemblance(verdict: Verdict, resembles: Resembles | None) -> list[str]:
+    """What ``resembles`` says of an invalid verdict (nothing of a valid one)."""
+    flagged = {c.name for c in verdict.checkers.values() if c.status == INVALID}
+    if resembles is None or not flagged:
+        return []
+    return resembles(flagged, run_settings(verdict.run))
 
 
 def overall_status(checkers: dict[str, CheckerVerdict]) -> str:
@@ -121,15 +165,3 @@ def overall_status(checkers: dict[str, CheckerVerdict]) -> str:
     if statuses == {UNKNOWN}:
         return UNKNOWN
     return VALID
-
-
-def anomalies_by_checker(verdict: dict[str, Any]) -> dict[str, int]:
-    """Anomalies per checker that found some, from a verdict.json (at least 1 per invalid
-    checker, whatever its count says)."""
-    out: dict[str, int] = {}
-    for name, checker in (verdict.get("checkers") or {}).items():
-        if not isinstance(checker, dict) or checker.get("status") != INVALID:
-            continue
-        count = checker.get("anomaly_count")
-        out[str(name)] = int(count) if isinstance(count, int) and count > 0 else 1
-    return out

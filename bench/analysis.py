@@ -9,7 +9,7 @@ history judged in at most 60 s end to end.
 
 Each line says whether its JVM mapped Spark's classes from the class-data-sharing archive
 (``mapped``) or ran without one (``missing``: the first analysis on a machine, slower to start;
-a background process then builds it, see analysis/engine/class_archive.py).
+a background process then builds it, see analysis/spark/class_archive.py).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ import pyarrow.parquet as pq
 import repo_root  # noqa: F401  (makes txnchaos_testing importable)
 from proc_cpu import cpu_seconds  # bench/ is sys.path[0] when run as a script
 
-from txnchaos.harness.history.run_dir import FINAL_STATE_JSON, METRICS_PARQUET, write_json
+from txnchaos.rundir.run_dir import FINAL_STATE_JSON, METRICS_PARQUET, write_json
 from txnchaos_testing.synthetic import Synth, SynthConfig, replicate, replicate_state
 
 BASE = SynthConfig(
@@ -85,8 +85,8 @@ def jvm_cpu_seconds() -> float | None:
 
 
 def run_one(run_dir: Path, master: str | None) -> None:
-    from txnchaos.analysis.engine import class_archive
-    from txnchaos.analysis.pipeline import analyze
+    from txnchaos.analysis.spark import class_archive
+    from txnchaos.analysis.spark.pipeline import analyze
 
     t = time.perf_counter()
     v = analyze(run_dir, master)
@@ -115,7 +115,7 @@ def end_jvm() -> None:
     running (~0.6 s here) while the next size's process starts."""
     from pyspark import SparkContext
 
-    from txnchaos.analysis.engine import class_archive
+    from txnchaos.analysis.spark import class_archive
 
     class_archive.end_jvm(getattr(SparkContext._gateway, "proc", None), timeout_s=120)
 

@@ -29,11 +29,13 @@ from txnchaos.harness.repro.command import (
     ReproOptions,
     chosen,
     derived_scenario,
-    judge,
     matches,
+    outcome_of,
     run_one,
     write_scenario,
 )
+from txnchaos.jobs.judging import run_judge
+from txnchaos.jobs.options import DEFAULT_ENGINE
 
 
 def first_flag_s(run_dir: Path, checkers: list[str]) -> float | None:
@@ -82,6 +84,7 @@ def main() -> None:
     if args.entries:
         entries = {n: entries[n] for n in args.entries.split(",")}
     out = args.out or Path(tempfile.mkdtemp(prefix="detection-"))
+    judge = run_judge(DEFAULT_ENGINE, None, "txnchaos detection")  # one for every run
     rows: list[dict[str, Any]] = []
     picked = {}
     for name, entry in entries.items():
@@ -102,8 +105,8 @@ def main() -> None:
                 scenario_file = base / f"seed{seed}.yaml"
                 write_scenario(derived_scenario(entry, config, seed, config_name), scenario_file)
                 run_dir = base / f"seed{seed}"
-                code, wall = run_one(scenario_file, run_dir, ReproOptions(out=base))
-                verdict, anomalies = judge(run_dir, code)
+                code, wall = run_one(scenario_file, run_dir, ReproOptions(out=base, judge=judge))
+                verdict, anomalies = outcome_of(run_dir, code)
                 matched = matches(config, verdict, anomalies)
                 row = {
                     "entry": name,

@@ -37,8 +37,8 @@ from transactions import (
     run_producer,
 )
 
-from txnchaos.harness.history.compact import compact_to_parquet
 from txnchaos.harness.workload.web import read_master_port
+from txnchaos.rundir.compact import compact_to_parquet
 
 TARGET = 0.80
 

@@ -106,7 +106,7 @@ def run_cell(
     cmd = [
         sys.executable,
         "-m",
-        "txnchaos.harness.cli",
+        "txnchaos.jobs.cli",
         "run",
         str(scenario),
         "--launcher",

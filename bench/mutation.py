@@ -139,7 +139,7 @@ def run_cell(mutant: str, tree: Path, scenario: Path, seed: int, out: Path, engi
     cmd = [
         sys.executable,
         "-m",
-        "txnchaos.harness.cli",
+        "txnchaos.jobs.cli",
         "run",
         str(scenario),
         "--seed",

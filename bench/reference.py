@@ -38,7 +38,7 @@ def generate(root: Path, size: int) -> Path:
 def time_command(run_dir: Path, engine: str) -> dict[str, float]:
     """``txnchaos analyze RUN_DIR --engine ENGINE`` in a fresh process: wall seconds from its
     start to its exit (verdict.json and report.html written; Spark's JVM start included)."""
-    cmd = [sys.executable, "-m", "txnchaos.harness.cli", "analyze", str(run_dir)]
+    cmd = [sys.executable, "-m", "txnchaos.jobs.cli", "analyze", str(run_dir)]
     t = time.perf_counter()
     res = subprocess.run([*cmd, "--engine", engine], capture_output=True, text=True, check=False)
     wall = time.perf_counter() - t

@@ -1,40 +1,30 @@
-"""The ``txnchaos`` command line."""
+"""The harness's commands: ``node``, ``cluster``, ``worker``, ``fuzz``, ``cleanup``,
+``transactions``, ``acls``, ``conformance``.
+
+The ``txnchaos`` command (jobs/cli.py) offers them beside the commands that run and judge
+(``run``, ``analyze``, ``nightly``, ``repro``, ``shrink``, ``demo``). Nodes run through this
+module (``python -m txnchaos.harness.cli node``), so importing it stays light: no heavy library
+at import time (tests/harness/test_cli_imports.py)."""
 
 from __future__ import annotations
 
 import json
 import logging
 import os
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 
-from ..analysis.verdict import ENGINES as ANALYSIS_ENGINES
 from ..cluster.settings import NodeSettings, SettingsError
 from .acls_tool.command import acls_command
 from .cleanup import cleanup_command
-from .cli_input import (
-    LOG_LEVEL,
-    PORT,
-    Cli,
-    Duration,
-    InputError,
-    check_bootstrap,
-    check_input_uri,
-    check_kafka_version,
-    check_master,
-    check_metrics_urls,
-)
+from .cli_input import LOG_LEVEL, PORT, Cli, InputError, check_kafka_version
 from .conformance.cli import conformance_command
 from .fuzz.command import fuzz_command
 from .launch.local import LaunchError, LocalCluster
-from .nightly.cli import nightly_command
-from .repro.cli import repro_command
 from .run.worker_cli import worker_command
-from .shrink.cli import shrink_command
 from .transactions_tool.command import transactions_command
 from .transactions_tool.command_config import command_config_option
 
@@ -43,7 +33,6 @@ if TYPE_CHECKING:
     from .launch.kafka.cluster import KafkaCluster
 
     AnyCluster = LocalCluster | KafkaCluster
-    from .run.scenario import Scenario
 
 #: a directory option: a file there is refused up front (it may not exist yet)
 DIRECTORY = click.Path(file_okay=False, path_type=Path)
@@ -489,353 +478,10 @@ def cluster_features(
     click.echo(json.dumps(result.to_json(), indent=2))
 
 
-# ---- txnchaos run --------------------------------------------------------------------
-@main.command()
-@click.argument("scenario", type=click.Path(path_type=Path))
-@click.option("--seed", type=int, default=None, help="Override the scenario's seed.")
-@click.option(
-    "--launcher",
-    type=click.Choice(["local", "docker", "external", "kafka"]),
-    default=None,
-    help="Where the cluster runs (default: the scenario's, usually local); kafka: Apache "
-    "Kafka's own release as JVMs here (docs/apache-kafka.md).",
-)
-@click.option(
-    "--flavour",
-    type=click.Choice(["txnchaos", "apache-kafka"]),
-    default=None,
-    help="What the docker launcher runs: the project's nodes, or Apache Kafka's release in "
-    "containers (default: the scenario's cluster.flavour, else txnchaos).",
-)
-@click.option(
-    "--kafka-version",
-    default=None,
-    metavar="X.Y.Z",
-    callback=check_kafka_version,
-    help="The Apache Kafka release of --launcher kafka or --flavour apache-kafka (default: "
-    "the scenario's cluster.kafka_version, else 4.4.0); fetched from Maven Central on first "
-    "use.",
-)
-@click.option(
-    "--bootstrap",
-    default=None,
-    metavar="HOST:PORT",
-    callback=check_bootstrap,
-    help="An external cluster.",
-)
-@click.option(
-    "--metrics-url",
-    "metrics_urls",
-    multiple=True,
-    metavar="NODE=URL",
-    callback=check_metrics_urls,
-    help="An external cluster node's Prometheus /metrics URL (repeat per node; replaces the "
-    "scenario's cluster.metrics): scraped during the run, judged by the metrics checker.",
-)
-@click.option(
-    "--duration",
-    type=Duration(),
-    default=None,
-    help="Workload duration (90, 90s, 5m, 1h30m; a bare number is seconds).",
-)
-@click.option(
-    "--out",
-    type=DIRECTORY,
-    default=None,
-    help="Run directory (default: runs/<scenario>-<time>-seed<N>).",
-)
-@click.option("--no-analyze", is_flag=True, help="Record only; judge later with `analyze`.")
-@click.option(
-    "--engine",
-    type=click.Choice(ANALYSIS_ENGINES),
-    default="auto",
-    show_default=True,
-    help="What judges the run: Spark, or the plain-Python reference checkers (no JVM); "
-    "auto: the reference for small histories.",
-)
-@click.option(
-    "--master",
-    "spark_master",
-    default=None,
-    callback=check_master,
-    help="Spark master URL that judges the run (default: local[2]); on a cluster the run "
-    "directory (--out) must be on a mount every worker shares.",
-)
-@click.option("--web", is_flag=True, help="Open locust's web UI (load tests); prints its URL.")
-@click.option(
-    "--web-host",
-    default=None,
-    metavar="HOST",
-    help="Address the web UI listens on (with --web; default 127.0.0.1).",
-)
-@click.option(
-    "--web-port",
-    type=PORT,
-    default=None,
-    help="Port of the web UI (with --web; default or 0: a free one).",
-)
-@click.option(
-    "--workers",
-    type=click.IntRange(0, 256),
-    default=0,
-    help="locust's distributed mode: a master and this many worker processes here.",
-)
-@click.option(
-    "--expect-workers",
-    type=click.IntRange(0, 10_000),
-    default=0,
-    help="Workers from other machines (`txnchaos worker`) the master waits for.",
-)
-@click.option(
-    "--master-bind",
-    default=None,
-    metavar="HOST",
-    help="Address locust's master listens on (with --workers/--expect-workers; "
-    "default 127.0.0.1; 0.0.0.0 for other machines' workers).",
-)
-@click.option(
-    "--master-port",
-    type=PORT,
-    default=None,
-    help="Port of locust's master (default or 0: a free one).",
-)
-@click.option(
-    "--csv",
-    "csv_prefix",
-    default=None,
-    metavar="PREFIX",
-    help="locust's CSV files, as `locust --csv` writes them: PREFIX_stats.csv, "
-    "PREFIX_stats_history.csv, PREFIX_failures.csv, PREFIX_exceptions.csv.",
-)
-@click.option(
-    "--csv-full-history",
-    is_flag=True,
-    help="With --csv: every operation's rows in PREFIX_stats_history.csv, not only the total.",
-)
-@click.option(
-    "--html",
-    "html_file",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    metavar="FILE",
-    help="locust's HTML report (requests, failures, users and requests/s over time), as "
-    "`locust --html` writes it.",
-)
-def run(
-    scenario: Path,
-    seed: int | None,
-    launcher: str | None,
-    flavour: str | None,
-    kafka_version: str | None,
-    bootstrap: str | None,
-    metrics_urls: dict[int, str],
-    duration: float | None,
-    out: Path | None,
-    no_analyze: bool,
-    engine: str,
-    spark_master: str | None,
-    web: bool,
-    web_host: str | None,
-    web_port: int | None,
-    workers: int,
-    expect_workers: int,
-    master_bind: str | None,
-    master_port: int | None,
-    csv_prefix: str | None,
-    csv_full_history: bool,
-    html_file: Path | None,
-) -> None:
-    """Run a scenario: cluster, workload and faults, then the verdict.
-
-    Exit code 0: valid; 1: anomalies found; 2: the harness itself failed (or was
-    interrupted). The run directory keeps the history, fault log, metrics, final
-    state, verdict.json and report.html.
-    """
-    from .run.orchestrator import RunOptions, run_scenario
-    from .run.scenario import ScenarioError, load_scenario
-    from .workload.web import WebAddressError, check_web_address
-
-    if not web and (web_host is not None or web_port is not None):
-        raise click.UsageError("--web-host and --web-port need --web")
-    distributed = workers + expect_workers > 0
-    if not distributed and (master_bind is not None or master_port is not None):
-        raise click.UsageError("--master-bind and --master-port need --workers or --expect-workers")
-    if csv_full_history and not csv_prefix:
-        raise click.UsageError("--csv-full-history needs --csv PREFIX")
-
-    try:
-        parsed = load_scenario(scenario)
-    except ScenarioError as exc:
-        raise InputError(str(exc)) from exc
-    if out is not None and out.is_dir() and any(out.iterdir()):
-        raise InputError(f"--out {out} exists and is not empty: give a new run directory")
-    _check_actions_heal(parsed, scenario, duration)
-    external = (launcher or parsed.cluster.launcher) == "external"
-    master_bind = master_bind or "127.0.0.1"
-    if distributed:
-        try:
-            check_web_address(master_bind, master_port, "--master-bind", "locust's master")
-        except WebAddressError as exc:
-            raise InputError(str(exc)) from exc
-    if external and not (bootstrap or parsed.cluster.bootstrap):
-        raise click.UsageError("an external cluster needs --bootstrap HOST:PORT")
-    if metrics_urls and not external:
-        raise click.UsageError("--metrics-url is for an external cluster (--launcher external)")
-    web_host = web_host or "127.0.0.1"
-    if web:
-        try:
-            check_web_address(web_host, web_port)
-        except WebAddressError as exc:
-            raise InputError(str(exc)) from exc
-    where = launcher or parsed.cluster.launcher
-    what = flavour or parsed.cluster.flavour
-    if flavour is not None and where != "docker":
-        raise click.UsageError("--flavour is for the docker launcher (--launcher docker)")
-    on_kafka = where == "kafka" or (where == "docker" and what == "apache-kafka")
-    if kafka_version is not None and not on_kafka:
-        raise click.UsageError(
-            "--kafka-version is for the kafka launcher (--launcher kafka) or the docker "
-            "launcher's apache-kafka flavour"
-        )
-    if on_kafka:
-        _check_runs_on_kafka(parsed, scenario, kafka_version or parsed.cluster.kafka_version)
-    options = RunOptions(
-        seed=seed,
-        launcher=launcher,
-        kafka_version=kafka_version,
-        flavour=flavour,
-        bootstrap=bootstrap,
-        metrics=metrics_urls or None,
-        duration=duration,
-        out=out,
-        analyze=not no_analyze,
-        engine=engine,
-        spark_master=spark_master,
-        web=web,
-        web_host=web_host,
-        web_port=web_port or None,
-        workers=workers,
-        expect_workers=expect_workers,
-        master_bind=master_bind,
-        master_port=master_port or None,
-        csv_prefix=str(Path(csv_prefix).resolve()) if csv_prefix else None,
-        csv_full_history=csv_full_history,
-        html_file=html_file.resolve() if html_file else None,
-    )
-    sys.exit(run_scenario(parsed, options))
-
-
-def _check_runs_on_kafka(parsed: Scenario, scenario: Path, version: str | None) -> None:
-    """What the scenario needs, Apache Kafka's release has: settings its nodes can take (no
-    bug switch of the project's cluster), KIP-939 recovery for dual writers; checked before a
-    cluster starts."""
-    from .launch.kafka.layout import split_settings
-    from .launch.kafka.release import DEFAULT_VERSION, KafkaRelease
-    from .workload.kinds.registry import user_kind
-
-    try:
-        split_settings(parsed.cluster.setting_pairs())
-        release = KafkaRelease.parse(version or DEFAULT_VERSION)
-    except LaunchError as exc:
-        raise InputError(f"{scenario}: cluster.settings: {exc}") from exc
-    writers = [
-        str(u.name or u.kind)
-        for u in parsed.workload.users
-        if user_kind(u.kind).keeps_prepared_transactions
-    ]
-    if writers and not release.recovers_prepared_transactions:
-        raise InputError(
-            f"{scenario}: users {', '.join(writers)} take their prepared "
-            f"transaction back with KIP-939's InitProducerId keepPreparedTxn, which Apache Kafka "
-            f"{release} does not implement (UNSUPPORTED_VERSION; "
-            "docs/findings/kip-939-keep-prepared-txn-not-implemented.md)"
-        )
-
-
-def _check_actions_heal(parsed: Scenario, scenario: Path, duration: float | None) -> None:
-    """Every explicit fault ends within the workload (as the nemesis requires), checked
-    before a cluster starts rather than after."""
-    from .run.scenario import fault_outlasting_workload
-
-    problem = fault_outlasting_workload(parsed, scenario, duration)
-    if problem:
-        raise InputError(problem)
-
-
-# ---- txnchaos analyze ----------------------------------------------------------------
-@main.command()
-@click.argument("run_dir", type=click.Path(path_type=Path))
-@click.option(
-    "--master",
-    default=None,
-    callback=check_master,
-    help="Spark master URL (default: local[2]); a real cluster for large histories.",
-)
-@click.option(
-    "--engine",
-    type=click.Choice(ANALYSIS_ENGINES),
-    default="auto",
-    show_default=True,
-    help="Spark, or the plain-Python reference checkers (no JVM); auto: the reference for "
-    "small histories without --master. verdict.json says which judged.",
-)
-@click.option(
-    "--input-uri",
-    default=None,
-    metavar="URI",
-    callback=check_input_uri,
-    help="A copy of RUN_DIR that a cluster's executors read the history and metrics from "
-    "(hdfs://, s3a://, file:// on a shared mount; Spark engine). Default on a cluster: RUN_DIR's "
-    "absolute path, which must then be on a mount every worker shares.",
-)
-def analyze(run_dir: Path, master: str | None, engine: str, input_uri: str | None) -> None:
-    """Judge a run directory: write verdict.json and report.html into it and print a
-    summary. Exit code 0: valid; 1: anomalies found; 2: the run directory is
-    unreadable (the message says what is missing or broken)."""
-    from ..analysis.analyze import main_analyze
-
-    if input_uri is not None and engine == "reference":
-        raise click.UsageError("--input-uri is for Spark's executors: not with --engine reference")
-    sys.exit(main_analyze(run_dir, master, engine, input_uri))
-
-
-# ---- txnchaos demo -------------------------------------------------------------------
-@main.command()
-@click.option("--brokers", type=click.IntRange(1, 32), default=2, show_default=True)
-@click.option("--transactions", type=click.IntRange(min=1), default=500, show_default=True)
-@click.option("--partitions", type=click.IntRange(1, 10_000), default=3, show_default=True)
-@click.option(
-    "--data-dir",
-    type=DIRECTORY,
-    default=None,
-    help="Cluster data (default: a fresh temporary directory, removed afterwards).",
-)
-def demo(brokers: int, transactions: int, partitions: int, data_dir: Path | None) -> None:
-    """Start a local cluster, run transactions (some aborted) and read them back with
-    read_committed, recording the run; stop the cluster and judge the run with the
-    analysis's reference checkers (with --data-dir, the run directory stays in DIR/run)."""
-    from .smoke import run_smoke
-
-    if data_dir is not None and (data_dir / "run").exists():
-        raise InputError(f"--data-dir {data_dir} already holds a demo run ({data_dir / 'run'})")
-    try:
-        code = run_smoke(
-            brokers=brokers, transactions=transactions, partitions=partitions, data_dir=data_dir
-        )
-    except LaunchError as exc:
-        raise InputError(str(exc)) from exc
-    except OSError as exc:  # the data directory cannot be made or written
-        raise InputError(f"cannot use the data directory: {exc}") from exc
-    sys.exit(code)
-
-
-# ---- txnchaos fuzz, txnchaos nightly -----------------------------------------------------
+# ---- txnchaos fuzz, cleanup, worker -------------------------------------------------------
 main.add_command(fuzz_command)
 main.add_command(cleanup_command)
-main.add_command(nightly_command)
 main.add_command(worker_command)
-main.add_command(repro_command)
-main.add_command(shrink_command)
 
 
 # ---- txnchaos transactions (KIP-664) ---------------------------------------------------
@@ -845,4 +491,4 @@ main.add_command(conformance_command)
 
 
 if __name__ == "__main__":
-    main(prog_name="txnchaos")  # not "python -m txnchaos.harness.cli" in messages
+    main(prog_name="txnchaos")  # not "python -m txnchaos.harness.cli" in messages (nodes)

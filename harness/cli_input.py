@@ -148,33 +148,6 @@ Seconds = Duration
 PORT = click.IntRange(0, 65535)
 LOG_LEVEL = click.Choice(["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"], case_sensitive=False)
 
-#: Spark master URLs (local, local[N], local[*], local[N,F], local-cluster[...], spark://,
-#: yarn, k8s://, mesos://): anything else would only fail inside the JVM, seconds later
-_MASTER = re.compile(
-    r"local(\[(\*|[1-9][0-9]*)(,[0-9]+)?\])?|local-cluster\[[0-9]+,[0-9]+,[0-9]+\]"
-    r"|(spark|k8s|mesos)://\S+|yarn"
-)
-
-
-def check_master(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
-    if value is not None and not _MASTER.fullmatch(value):
-        raise click.BadParameter(
-            f"{value!r} is not a Spark master URL (local[N], spark://HOST:PORT, yarn, k8s://...)"
-        )
-    return value
-
-
-def check_input_uri(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
-    """``--input-uri``: a ``scheme://`` URI or an absolute path (as its ``file://`` URI)."""
-    if value is None:
-        return None
-    from ..analysis.input_uri import InputUriError, parse_input_uri
-
-    try:
-        return parse_input_uri(value)
-    except InputUriError as e:
-        raise click.BadParameter(str(e)) from None
-
 
 def check_metrics_urls(
     ctx: click.Context, param: click.Parameter, value: tuple[str, ...]

@@ -2,14 +2,12 @@
 separate processes), a transactional producer that commits most transactions and aborts
 some (after flushing, so aborted records do reach the log), a read_committed consumer
 group reading everything back and the final read of every partition, all recorded as a
-run directory in the history schema; the run is then judged by the analysis's reference
-checkers (plain Python, no JVM: a demo-sized history takes well under a second), the
-same rules ``txnchaos analyze`` applies on Spark."""
+run directory in the history schema (``record_run``); ``txnchaos demo`` then judges it
+(jobs/demo.py)."""
 
 from __future__ import annotations
 
 import random
-import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,15 +16,12 @@ from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 from rich.table import Table
 
-from ..analysis.reference import Judged, judge
-from ..analysis.verdict import INVALID, UNKNOWN, VALID
+from ..rundir.run_dir import write_run_info
+from ..rundir.schema import EventType, encode_value
+from ..rundir.writer import HistoryWriter
 from .capture.final_state import capture_final_state
 from .console import make_console
-from .history.run_dir import write_run_info
-from .history.schema import EventType, encode_value
-from .history.writer import HistoryWriter
 from .launch.local import LocalCluster
-from .launch.owner import owned_temp_dir
 from .workload.clients import ConsumerClient, ProducerClient
 from .workload.final_read import final_read
 
@@ -170,33 +165,6 @@ def record_run(
     return result
 
 
-def status_of(judged: Judged) -> str:
-    """A checker's status as the verdict states it."""
-    if judged.unknown is not None:
-        return UNKNOWN
-    return INVALID if judged.rows else VALID
-
-
-def judge_run(run_dir: Path) -> tuple[str, Table]:
-    """The run's verdict from the reference checkers, and a table of what each found."""
-    results = judge(run_dir)
-    table = Table(title="checkers (analysis/reference: the rules txnchaos analyze applies)")
-    table.add_column("checker")
-    table.add_column("status")
-    table.add_column("anomalies", justify="right")
-    table.add_column("detail")
-    statuses = set()
-    for name, judged in results.items():
-        status = status_of(judged)
-        statuses.add(status)
-        counts = judged.counts
-        detail = judged.unknown or ", ".join(f"{k}={v}" for k, v in counts.items() if v)
-        table.add_row(name, status, str(sum(counts.values())), detail)
-    if INVALID in statuses:
-        return INVALID, table
-    return (UNKNOWN if statuses == {UNKNOWN} else VALID), table
-
-
 def workload_table(result: SmokeResult) -> Table:
     table = Table(title="txnchaos transactional smoke run")
     table.add_column("measure")
@@ -208,32 +176,3 @@ def workload_table(result: SmokeResult) -> Table:
     rate = result.transactions / result.produce_seconds if result.produce_seconds else 0
     table.add_row("transaction rate", f"{rate:,.0f} transactions/s")
     return table
-
-
-def run_smoke(*, brokers: int, transactions: int, partitions: int, data_dir: Path | None) -> int:
-    """Record and judge a smoke run: 0 valid (or unknown), 1 anomalies found. With
-    ``data_dir`` the run directory stays in ``data_dir/run`` (``txnchaos analyze`` reads it)."""
-    console = make_console()
-    temp = data_dir is None
-    root = owned_temp_dir("demo-") if data_dir is None else data_dir
-    run_dir = root / "run"
-    try:
-        result = record_run(
-            run_dir, root, brokers=brokers, transactions=transactions, partitions=partitions
-        )
-        console.print(workload_table(result))
-        status, checkers = judge_run(run_dir)
-        console.print(checkers)
-    finally:
-        if temp:
-            shutil.rmtree(root, ignore_errors=True)
-    for problem in result.problems:
-        console.print(f"[red]problem:[/] {problem}")
-    if not temp:
-        console.print(f"run directory: {run_dir}")
-    console.print(
-        "[bold red]verdict: INVALID[/]"
-        if status == INVALID
-        else f"[bold green]verdict: {status}[/]"
-    )
-    return 1 if status == INVALID else 0

@@ -182,18 +182,19 @@ BASE_ID="$(docker image inspect --format '{{.Id}}' "$BASE_IMAGE")"
 log "base: $BASE_IMAGE (${BASE_ID:7:12})"
 
 # ---------------------------------------------------------------- inputs and their hash
-# Everything that goes into the wheel: packaging files and the three layers.
+# Everything that goes into the wheel: packaging files and the layers (setup.py's LAYERS).
+mapfile -t LAYERS < <("$PY" "$ROOT/scripts/layers.py")
 source_files() {
     cd "$ROOT"
     {
         if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
             git ls-files -co --exclude-standard -- pyproject.toml setup.py setup.cfg README.md \
-                LICENSE cluster harness analysis
+                LICENSE "${LAYERS[@]}"
         else
             for f in pyproject.toml setup.py setup.cfg README.md LICENSE; do
                 if [ -f "$f" ]; then echo "$f"; fi
             done
-            find cluster harness analysis -type f 2>/dev/null
+            find "${LAYERS[@]}" -type f 2>/dev/null
         fi
     } | grep -v -E '(^|/)__pycache__/|\.py[co]$' | LC_ALL=C sort -u |
         while IFS= read -r f; do if [ -f "$f" ]; then echo "$f"; fi; done
@@ -243,7 +244,7 @@ CTX="$WORK/context"
 rm -rf "$SRC" "$CTX"
 mkdir -p "$SRC" "$CTX/wheels"
 (cd "$ROOT" && cp --parents -- "${FILES[@]}" "$SRC/")
-mkdir -p "$SRC/cluster" "$SRC/harness" "$SRC/analysis" # setup.py maps all three, even empty
+for layer in "${LAYERS[@]}"; do mkdir -p "$SRC/$layer"; done # setup.py maps them all, even empty
 printf '%s\n' "$REQS" >"$CTX/node-requirements.txt"
 
 WLOG="$ROOT/var/log/pip-wheel.log"

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Type-check the package with mypy (config: [tool.mypy] in pyproject.toml).
 #
-# The repository keeps cluster/, harness/ and analysis/ at the top level while the code
-# imports them as txnchaos.cluster etc. (setup.py maps them); mypy cannot follow the
-# editable install's import hook, so this builds var/typecheck/txnchaos/ out of symlinks to
-# the three layers and checks that package, then the benchmarks (bench/*.py) against it.
+# The repository keeps the layers (setup.py's LAYERS: cluster/, rundir/, harness/, ...) at the
+# top level while the code imports them as txnchaos.cluster etc. (setup.py maps them); mypy
+# cannot follow the editable install's import hook, so this builds var/typecheck/txnchaos/ out
+# of symlinks to the layers and checks that package, then the benchmarks (bench/*.py) against it.
 # Arguments go to mypy's check of the package.
 set -euo pipefail
 
@@ -12,7 +12,8 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 TREE="$ROOT/var/typecheck"
 mkdir -p "$TREE/txnchaos"
 : >"$TREE/txnchaos/__init__.py"
-for layer in cluster harness analysis; do
+LAYERS="$("$ROOT/.venv/bin/python" "$ROOT/scripts/layers.py")"
+for layer in $LAYERS; do
     ln -sfn "$ROOT/$layer" "$TREE/txnchaos/$layer"
 done
 # test support shared by tests/ and bench/ (not installed): checked beside the package

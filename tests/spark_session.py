@@ -42,7 +42,7 @@ def discard_jvm() -> None:
 
 
 def new_test_session() -> SparkSession:
-    from txnchaos.analysis.engine import get_session
+    from txnchaos.analysis.spark import get_session
 
     return get_session("local[2]", app_name="txnchaos-analysis-tests")
 

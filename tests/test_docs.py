@@ -15,7 +15,7 @@ from pathlib import Path
 import click
 import pytest
 
-from txnchaos.harness.cli import main
+from txnchaos.jobs.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = sorted([ROOT / "README.md", *(ROOT / "docs").rglob("*.md")])

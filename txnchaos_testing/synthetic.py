@@ -26,23 +26,23 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from txnchaos.analysis.fault_actions import SCHEDULE_JSON
-from txnchaos.harness.history.compact import flatten_ops, sort_history, write_history_parquet
-from txnchaos.harness.history.final_state import parse_final_state, write_final_state
-from txnchaos.harness.history.run_dir import (
+from txnchaos.rundir.compact import flatten_ops, sort_history, write_history_parquet
+from txnchaos.rundir.final_state import parse_final_state, write_final_state
+from txnchaos.rundir.outcome_log import NEMESIS_LOG
+from txnchaos.rundir.run_dir import (
     FAULTS_JSONL,
     FINAL_STATE_JSON,
     METRICS_PARQUET,
     write_json,
     write_run_info,
 )
-from txnchaos.harness.history.schema import (
+from txnchaos.rundir.schema import (
     METRIC_ARROW_SCHEMA,
     OP_ARROW_SCHEMA,
     EventType,
     MetricName,
     encode_value,
 )
-from txnchaos.harness.nemesis.outcome_log import NEMESIS_LOG
 
 SEC = 1_000_000_000
 MS = 1_000_000

@@ -1,25 +1,21 @@
-"""Reference checkers: each Spark checker's rule as a short pure function over a history's
-named indexes, returning the same anomaly rows (the readable specification of the analysis;
-tests hold Spark and reference to agree).  Entry point: :func:`judge`."""
+"""The plain-Python engine: every rule (rules/) over a run directory, no JVM (``judge``), and
+the whole verdict of a run from them (``verdict.reference_verdict``): the test oracle every
+Spark verdict is held equal to, and ``--engine reference`` for a quick look."""
 
-from .hanging import RunFacts, hanging_transactions
-from .history import Item, Op, ops_from_flat, read_history
-from .indexes import Indexes
-from .judge import HISTORY_CHECKERS, judge, judge_indexes, run_facts
-from .metrics import metrics
-from .rows import Judged
+from ..model.facts import RunFacts
+from ..model.history import Item, Op, ops_from_flat, read_history
+from ..model.indexes import Indexes
+from ..model.judged import Judged
+from .judge import judge, judge_indexes, run_facts
 
 __all__ = [
-    "HISTORY_CHECKERS",
     "Indexes",
     "Item",
     "Judged",
     "Op",
     "RunFacts",
-    "hanging_transactions",
     "judge",
     "judge_indexes",
-    "metrics",
     "ops_from_flat",
     "read_history",
     "run_facts",

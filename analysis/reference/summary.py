@@ -8,7 +8,8 @@ import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from ...harness.history.schema import EventType, MetricName, Outcome
+from ...rundir.schema import EventType, MetricName, Outcome
+from ..model.indexes import Txn
 from ..report_series import (
     MAX_PLOT_PARTITIONS,
     MAX_PLOT_POINTS,
@@ -18,7 +19,6 @@ from ..report_series import (
     series_of_counts,
 )
 from ..summary_rows import SEC, Summary, summary_of_rows
-from .indexes import Txn
 
 Row = dict[str, Any]  #: a row of history.parquet (one per item) or of metrics.parquet
 

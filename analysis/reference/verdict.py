@@ -12,16 +12,12 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ...harness.history.run_dir import RunDir, RunDirError
-from ..assemble import SEC, anomaly_results, checker_verdicts, write_verdict
-from ..fault_actions import read_schedule
-from ..findings import read_findings
-from ..load_stats import load_stats
-from ..nemesis_outcome import read_nemesis_section
-from ..verdict import REFERENCE, Verdict, overall_status
-from .hanging import RunFacts
-from .history import ops_from_rows
-from .indexes import Indexes
+from ...rundir.run_dir import RunDir, RunDirError
+from ..assemble import SEC, Judgement, anomaly_results, build_verdict, write_verdict
+from ..model.history import ops_from_rows
+from ..model.indexes import Indexes
+from ..rules.hanging_transactions import RunFacts
+from ..verdict import REFERENCE, Resembles, Verdict
 from .judge import judge_indexes, run_facts
 from .summary import lso_series, report_series, summarize
 
@@ -42,6 +38,7 @@ def reference_verdict(
     examples: int = 5,
     write: bool = True,
     timings: dict[str, float] | None = None,
+    resembles: Resembles | None = None,
 ) -> Verdict:
     """Judge ``run_dir``, already validated by ``prepare_run`` (``run``)."""
     timings = dict(timings or {})
@@ -54,47 +51,29 @@ def reference_verdict(
     ix = Indexes(ops_from_rows(rows))
     timings["load_s"] = time.perf_counter() - t0
     t = time.perf_counter()
-    judged = list(judge_indexes(ix, facts).values())
-    counts, ex, anomaly_tl = anomaly_results((r for j in judged for r in j.rows), examples)
-    checkers = checker_verdicts(judged, counts, ex)
+    results = list(judge_indexes(ix, facts).values())
+    anomalies = anomaly_results((r for j in results for r in j.rows), examples)
     timings["checkers_s"] = time.perf_counter() - t
     plots: dict[str, Any] = {}
     secs = [int(r["sec"]) for r in summary.timeline]
-    if write and secs:
+    if secs:
         span = (min(secs) * SEC, (max(secs) + 1) * SEC)
         plots = report_series(rows, ix.txns.values(), *span)
-    schedule, schedule_note = read_schedule(run.path)
-    nemesis, nemesis_note = read_nemesis_section(run.path, schedule)
-    findings, findings_note = read_findings(run.path, schedule, run.info)
-    txn_status = Counter(t.status for t in ix.txns.values())
-    verdict = Verdict(
-        run_dir=str(run_dir),
-        status=overall_status(checkers),
-        checkers=checkers,
-        stats={
-            "events": summary.events,
-            "ops": sum(summary.type_counts.values()),
-            "ops_by_type": dict(sorted(summary.type_counts.items())),
-            "transactions": dict(sorted(txn_status.items())),
-            **load_stats(summary.timeline, plots),
-        },
-        timings=timings,
-        series={
-            "ops": summary.timeline,
-            "anomalies": anomaly_tl,
-            "lso_lag": lso_series(facts.metrics) if write else {},
-            **plots,
-            "schedule": schedule,
-        },
-        faults=facts.faults,
-        run=run.info,
-        notes=list(run.notes) + [n for n in (schedule_note, nemesis_note, findings_note) if n],
-        nemesis=nemesis,
-        findings=findings,
+    judged = Judgement(
         engine=REFERENCE,
+        results=results,
+        anomalies=anomalies,
+        events=summary.events,
+        type_counts=summary.type_counts,
+        timeline=summary.timeline,
+        transactions=Counter(t.status for t in ix.txns.values()),
+        faults=facts.faults,
+        lso=lso_series(facts.metrics),
+        plots=plots,
+        timings=timings,
     )
+    verdict = build_verdict(run_dir, run, judged)
     timings["total_s"] = timings.get("validate_s", 0.0) + time.perf_counter() - t0
-    verdict.timings = timings
     if write:
-        write_verdict(verdict, run_dir)
+        write_verdict(verdict, run_dir, resembles)
     return verdict

@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ...harness.history.cluster_identity import cluster_identity, describe_cluster
+from ...rundir.cluster_identity import cluster_identity, describe_cluster
 
 SEC = 1_000_000_000
 #: epoch nanoseconds after this are times (2001-09-09), not counts or offsets

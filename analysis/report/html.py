@@ -9,10 +9,15 @@ from typing import Any
 
 import jinja2
 
+from ...rundir.verdict_file import (
+    cluster_line,
+    engine_line,
+    finding_line,
+    nemesis_error_line,
+    nemesis_line,
+)
 from ..fault_actions import group_faults
-from ..findings import finding_line
 from ..load_stats import load_stats
-from ..nemesis_outcome import describe, error_text
 from ..report_series import bucket_seconds
 from ..verdict import Verdict
 from . import charts, explain, page
@@ -118,6 +123,8 @@ def render_report(v: Verdict) -> str:
             {**f, "line": finding_line(f), "at": page.seconds(f.get("time_ns"), t0)}
             for f in v.findings
         ],
-        nemesis_line=describe(v.nemesis) if v.nemesis else "",
-        nemesis_errors=[error_text(e) for e in (v.nemesis or {}).get("errors") or []],
+        nemesis_line=nemesis_line(v.nemesis) if v.nemesis else "",
+        cluster_line=cluster_line(v.cluster),
+        engine_line=engine_line(v.to_json()),
+        nemesis_errors=[nemesis_error_line(e) for e in (v.nemesis or {}).get("errors") or []],
     )

@@ -10,8 +10,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ...harness.history.cluster_identity import cluster_settings
-from ...harness.repro.resemblance import resembling
 from ..fault_actions import FaultAction
 from ..verdict import INVALID, UNKNOWN, Verdict
 from .charts import Axis
@@ -168,14 +166,9 @@ def summary_paragraph(v: Verdict, actions: list[FaultAction], t0: int) -> str:
             f" Of the {total_t:,} anomalies with a time, {during:,} fell in a second when a "
             f"fault was active" + (f" ({_fault_list(faults)})." if faults else ".")
         )
-    for known in resembling({c.name for c in bad}, run_settings(v)):
-        text += " " + known.sentence()
+    for sentence in v.resembles:
+        text += " " + sentence
     return text
-
-
-def run_settings(v: Verdict) -> list[str]:
-    """The cluster's ``key=value`` settings as run.json records them (local and docker)."""
-    return cluster_settings(v.run)
 
 
 @dataclass

@@ -14,8 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..client_security import kafka_python_security, security_config
-from ..history.final_state import (
+from ...rundir.final_state import (
     CoordinatorTransaction,
     FinalPartition,
     FinalState,
@@ -23,7 +22,8 @@ from ..history.final_state import (
     OpenTransaction,
     write_final_state,
 )
-from ..history.run_dir import FINAL_STATE_JSON, HISTORY_DIR
+from ...rundir.run_dir import FINAL_STATE_JSON, HISTORY_DIR
+from ..client_security import kafka_python_security, security_config
 
 log = logging.getLogger(__name__)
 

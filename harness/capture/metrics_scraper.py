@@ -2,7 +2,7 @@
 
 Each sample becomes one JSON line in ``metrics/<node>.jsonl``:
 ``{"time_ns", "node", "name", "labels": {...}, "value"}`` (the run-directory
-contract in ``harness/history/run_dir.py``). Lines are flushed after every scrape,
+contract in ``rundir/run_dir.py``). Lines are flushed after every scrape,
 so a crashed run keeps what it scraped. A node that does not answer (killed,
 paused) is skipped for that round and counted in ``failures``; scraping goes on.
 """

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..history.schema import MetricName
+from ...rundir.schema import MetricName
 from ..workload.final_read import FinalReadError, list_ends
 from .periodic import PeriodicSampler
 

@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..faults.fault_log import FaultLog
+from ...rundir.fault_log import FaultLog
 from .errors import LaunchError, UnsupportedFault
 
 if TYPE_CHECKING:

@@ -33,11 +33,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ...rundir.outcome_log import OutcomeLog
 from ..launch.base import ClusterHandle
 from ..workload.config import WorkloadConfig
 from ..workload.kinds.registry import crash_targets
 from .faults import FAULTS
-from .outcome_log import OutcomeLog
 from .schedule import ScheduledFault
 
 log = logging.getLogger(__name__)

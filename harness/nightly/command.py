@@ -13,6 +13,7 @@ from typing import Any
 from rich.console import Console
 
 from ..console import make_console
+from ..run.judge import Judge
 from .junit import write_junit
 from .pages import write_summary_html, write_trend
 from .plan import (
@@ -46,6 +47,9 @@ class NightlyOptions:
     duration: float | None = None
     argv: list[str] = field(default_factory=list)  # how the night was started, for the record
     shrink: ShrinkPolicy = field(default_factory=ShrinkPolicy)
+    #: judges every run of the night (one engine, one Spark session, for all of them);
+    #: None: the night cannot run
+    judge: Judge | None = None
 
     def run_args(self) -> list[str]:
         """Options every run gets (after SCENARIO --seed S)."""
@@ -91,6 +95,8 @@ class Night:
         self.walls: dict[str, list[float]] = {}
         self.clock0 = time.monotonic()
         self.stopped: str | None = None
+        assert options.judge is not None, "a night's runs need a judge"
+        self.judge: Judge = options.judge
 
     def run(self) -> int:
         first = nth_run(self.scenarios, self.seed_base, 1)
@@ -159,7 +165,7 @@ class Night:
             command=shown(run_command(run, None, self.options.run_args())),
         )
         try:
-            outcome = execute(run, out, log, self.options.run_args())
+            outcome = execute(run, out, log, self.options.run_args(), self.judge)
         except KeyboardInterrupt:
             row.failure = "interrupted"
             self.rows.append(row)
@@ -186,7 +192,7 @@ class Night:
                 return
             budget = min(budget, left)
         self.console.print(f"    shrinking it (budget {budget:.0f}s) ...")
-        shrink_row(row, self.dir, budget)
+        shrink_row(row, self.dir, budget, self.judge)
         where = f" ({row.shrunk})" if row.shrunk else ""
         self.console.print(f"    {row.shrink_note}{where}")
         self.write()
@@ -206,9 +212,10 @@ class Night:
             detail = last[-1] if last else f"exit code {row.exit_code}"
         rate = f", {row.throughput:g} txn/s" if row.throughput is not None else ""
         expect = "" if row.verdict == row.expected else f" (expected {row.expected})"
+        judged = f", judged by {row.engine}" if row.engine else ""
         return (
             f"[{style}]{row.outcome}[/]{expect}{': ' + detail if detail else ''}"
-            f"{rate}, {row.wall_s:.0f}s"
+            f"{rate}{judged}, {row.wall_s:.0f}s"
         )
 
     def summary(self) -> dict[str, Any]:

@@ -22,7 +22,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from ..history.cluster_identity import describe_cluster
+from ...rundir.cluster_identity import describe_cluster
 from .results import CLIENT_CRASH, HARNESS, NEMESIS, NO_CHAOS, UNEXPECTED, RunRow
 
 SUITE = "txnchaos-nightly"

@@ -9,10 +9,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ...analysis.findings import finding_line
-from ...analysis.nemesis_outcome import describe, error_text, no_chaos
-from ...analysis.verdict import anomalies_by_checker
-from ..history.cluster_identity import cluster_identity
+from ...rundir.cluster_identity import cluster_identity
+from ...rundir.verdict_file import (
+    anomalies_by_checker,
+    finding_line,
+    nemesis_error_line,
+    nemesis_line,
+    no_chaos,
+)
 
 VALID = "valid"
 INVALID = "invalid"
@@ -66,6 +70,8 @@ class RunRow:
     cluster: dict[str, Any] = field(default_factory=dict)
     #: faults applied by kind (the nemesis log), where ``faults`` counts those scheduled
     faults_applied: dict[str, int] = field(default_factory=dict)
+    #: the engine that judged (the verdict's ``engine``: spark, reference)
+    engine: str | None = None
 
     @property
     def problems(self) -> list[str]:
@@ -82,6 +88,15 @@ class RunRow:
         if self.nemesis_errors:
             out.append(NEMESIS)
         return out
+
+    @property
+    def judged(self) -> str:
+        """What was judged and by what: ``txnchaos 0.1.0, TV 2; spark``."""
+        c = self.cluster or {}
+        name = " ".join(str(x) for x in (c.get("flavour"), c.get("version")) if x) or "?"
+        tv = c.get("transaction_version")
+        engine = f"; {self.engine}" if self.engine else ""
+        return f"{name}, TV {tv if tv is not None else '?'}{engine}"
 
     @property
     def passed(self) -> bool:
@@ -147,7 +162,7 @@ def faults_by_kind(run_dir: Path) -> dict[str, int]:
 
 def applied_by_kind(run_dir: Path) -> dict[str, int]:
     """The faults the nemesis applied, by kind (nemesis.jsonl's successful apply steps)."""
-    from ..nemesis.outcome_log import read_outcomes
+    from ...rundir.outcome_log import read_outcomes
 
     lines, _ = read_outcomes(run_dir)
     applied = {
@@ -186,11 +201,12 @@ def fill_from_run_dir(row: RunRow, night_dir: Path) -> RunRow:
     row.faults = faults_by_kind(run_dir)
     if verdict is not None:
         row.anomalies = anomalies_by_checker(verdict)
+        row.engine = str(verdict["engine"]) if verdict.get("engine") else None
         row.committed, row.throughput = throughput_of(verdict)
         nemesis = verdict.get("nemesis")
         if isinstance(nemesis, dict):
-            row.nemesis = describe(nemesis)
-            row.nemesis_errors = [error_text(e) for e in nemesis.get("errors") or []]
+            row.nemesis = nemesis_line(nemesis)
+            row.nemesis_errors = [nemesis_error_line(e) for e in nemesis.get("errors") or []]
             row.no_chaos = no_chaos(nemesis)
         row.findings = [finding_line(f) for f in verdict.get("findings") or []]
     row.faults_applied = applied_by_kind(run_dir)

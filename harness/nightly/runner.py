@@ -1,5 +1,6 @@
-"""One nightly run: ``txnchaos run SCENARIO --seed S --out DIR`` in its own process,
-its output kept in a log file beside the run directory."""
+"""One nightly run: recorded as ``txnchaos run SCENARIO --seed S --out DIR`` would, in its own
+process, and judged by the night's judge; its output kept in a log file beside the run
+directory."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..run.child import run_in_child
+from ..run.judge import Judge
 from .plan import PlannedRun
 
 
@@ -28,7 +30,7 @@ def shown(command: list[str]) -> str:
     return shlex.join(command)
 
 
-def execute(run: PlannedRun, out: Path, log: Path, extra: list[str]) -> RunOutcome:
-    """Run it and wait (Ctrl-C: see :func:`~..run.child.run_in_child`)."""
-    code, wall = run_in_child(run.path, out, ["--seed", str(run.seed), *extra], log)
+def execute(run: PlannedRun, out: Path, log: Path, extra: list[str], judge: Judge) -> RunOutcome:
+    """Run it, judged by ``judge``, and wait (Ctrl-C: see :func:`~..run.child.run_in_child`)."""
+    code, wall = run_in_child(run.path, out, judge, ["--seed", str(run.seed), *extra], log)
     return RunOutcome(code, wall)

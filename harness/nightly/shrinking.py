@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING
 
 from rich.console import Console
 
+from ..run.judge import Judge
+
 if TYPE_CHECKING:  # the CLI imports this module: results pulls in the history's pyarrow
     from .results import RunRow
 
@@ -32,7 +34,7 @@ def wanted(row: RunRow) -> bool:
     return row.verdict == INVALID and not row.passed
 
 
-def shrink_row(row: RunRow, night_dir: Path, budget_s: float) -> None:
+def shrink_row(row: RunRow, night_dir: Path, budget_s: float, judge: Judge) -> None:
     """Shrink ``row``'s run within ``budget_s`` and record the outcome in the row: the minimal
     scenario (relative to the night's directory), the re-runs it took, a one-line note.  Its
     output goes to a log of its own beside the run's."""
@@ -45,7 +47,7 @@ def shrink_row(row: RunRow, night_dir: Path, budget_s: float) -> None:
     with log.open("w", encoding="utf-8") as sink:
         console = Console(file=sink, width=120, no_color=True)
         try:
-            result = shrink_run(run_dir, budget_s, console=console)
+            result = shrink_run(run_dir, budget_s, judge, console=console)
         except ShrinkError as exc:
             row.shrink_note = f"not shrunk: {exc}"
             return

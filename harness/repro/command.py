@@ -15,10 +15,11 @@ import yaml
 from rich.console import Console
 from rich.table import Table
 
-from ...analysis.verdict import anomalies_by_checker
 from ...cluster.settings import render_setting
+from ...rundir.verdict_file import anomalies_by_checker
 from ..nightly.results import HARNESS_FAILED
 from ..run.child import run_in_child
+from ..run.judge import Judge
 from ..run.scenario import load_scenario
 from .catalogue import CatalogueError, Entry, kafka_problem
 from .spec import APACHE_KAFKA, OURS, Configuration
@@ -138,7 +139,7 @@ def predicted_text(config: Configuration) -> str:
     return f"{config.expect.verdict} ({names})" if names else config.expect.verdict
 
 
-def judge(run_dir: Path, exit_code: int) -> tuple[str, dict[str, int]]:
+def outcome_of(run_dir: Path, exit_code: int) -> tuple[str, dict[str, int]]:
     try:
         verdict = json.loads((run_dir / "verdict.json").read_text())
     except (OSError, ValueError):
@@ -165,6 +166,8 @@ class ReproOptions:
     duration: float | None = None
     kafka_version: str | None = None
     cluster: str = "all"
+    #: judges every configuration's run (one engine for all of them); None: not run
+    judge: Judge | None = None
 
 
 def run_one(scenario_file: Path, run_dir: Path, options: ReproOptions) -> tuple[int, float]:
@@ -173,7 +176,8 @@ def run_one(scenario_file: Path, run_dir: Path, options: ReproOptions) -> tuple[
         extra += ["--launcher", "external", "--bootstrap", options.bootstrap]
     if options.duration is not None:
         extra += ["--duration", f"{options.duration:g}"]
-    return run_in_child(scenario_file, run_dir, extra)
+    assert options.judge is not None, "a reproduction's runs need a judge"
+    return run_in_child(scenario_file, run_dir, options.judge, extra)
 
 
 def reproduce(entry: Entry, options: ReproOptions, console: Console) -> int:
@@ -204,7 +208,7 @@ def reproduce(entry: Entry, options: ReproOptions, console: Console) -> int:
         settings = ", ".join(f"{k}={render_setting(v)}" for k, v in pairs)
         console.rule(f"{entry.name} / {name} on {where}" + (f": {settings}" if settings else ""))
         code, wall = run_one(scenario_file, run_dir, options)
-        verdict, anomalies = judge(run_dir, code)
+        verdict, anomalies = outcome_of(run_dir, code)
         outcomes.append(
             Outcome(
                 configuration=name,

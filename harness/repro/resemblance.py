@@ -31,6 +31,11 @@ class Resemblance:
         )
 
 
+def sentences(flagged: set[str], settings: list[str]) -> list[str]:
+    """The report's words for :func:`resembling` (the analysis's ``Resembles``)."""
+    return [r.sentence() for r in resembling(flagged, settings)]
+
+
 def resembling(
     flagged: set[str], settings: list[str], directory: Path | None = None, limit: int = 2
 ) -> list[Resemblance]:

@@ -1,5 +1,7 @@
-"""``txnchaos run`` in a process of its own, for the commands that run many runs
-(nightly, repro, shrink): a run whose harness crashes or hangs cannot take them down."""
+"""A run in a process of its own, for the commands that run many runs (nightly, repro,
+shrink): a run whose harness crashes or hangs cannot take them down. The child records the
+run (``record``, harness/run/cli.py); this process judges it with the judge it was given, so
+one engine (one Spark session) judges every run of the command."""
 
 from __future__ import annotations
 
@@ -11,16 +13,28 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from .judge import Judge
+
+#: the child's command: the harness's run without judging
+RECORD = [sys.executable, "-m", "txnchaos.harness.run.cli", "record"]
+#: the child's exit code for a run recorded in full
+RECORDED = 0
+
 
 def run_in_child(
-    scenario_file: Path, run_dir: Path, extra: Sequence[str] = (), log: Path | None = None
+    scenario_file: Path,
+    run_dir: Path,
+    judge: Judge,
+    extra: Sequence[str] = (),
+    log: Path | None = None,
 ) -> tuple[int, float]:
-    """(exit code, wall seconds) of ``txnchaos run SCENARIO --out RUN_DIR [extra]``; its
-    output goes to ``log`` (default: this process's). Ctrl-C is passed on to the run
-    (which cleans up its cluster) and re-raised once it has exited."""
-    argv = [sys.executable, "-m", "txnchaos.harness.cli", "run", str(scenario_file)]
-    argv += ["--out", str(run_dir), *extra]
+    """(exit code as ``txnchaos run``'s, wall seconds) of recording ``SCENARIO --out RUN_DIR
+    [extra]`` in a child process and judging it here; the child's output and the verdict's
+    summary go to ``log`` (default: this process's). Ctrl-C is passed on to the run (which
+    cleans up its cluster) and re-raised once it has exited."""
+    argv = [*RECORD, str(scenario_file), "--out", str(run_dir), *extra]
     started = time.monotonic()
+    judge.warm()  # starts while the child runs, if it has anything to start
     with contextlib.ExitStack() as stack:
         sink = None
         if log is not None:
@@ -41,4 +55,10 @@ def run_in_child(
                 child.kill()
                 child.wait()
             raise
+    if code == RECORDED:
+        if log is None:
+            code = judge.judge(run_dir)
+        else:
+            with log.open("a", encoding="utf-8") as out:
+                code = judge.judge(run_dir, out)
     return code, time.monotonic() - started

@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -30,13 +29,13 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
+from ...rundir.compact import compact_to_parquet
+from ...rundir.run_dir import DEFAULT_TRANSACTION_MAX_TIMEOUT_MS, RunDirError, write_run_info
 from ..capture.final_state import capture_final_state
 from ..capture.metrics_scraper import MetricsScraper
 from ..capture.offsets_sampler import OffsetsSampler
 from ..client_security import security_config
 from ..console import make_console
-from ..history.compact import compact_to_parquet
-from ..history.run_dir import DEFAULT_TRANSACTION_MAX_TIMEOUT_MS, RunDirError, write_run_info
 from ..launch.base import KILL, PAUSE, RESTART, ClusterHandle, ClusterSpec
 from ..launch.lifetime import spawn
 from ..launch.registry import get_launcher
@@ -53,6 +52,7 @@ from ..workload.web import (
     read_stopped,
     read_web_url,
 )
+from .judge import Judge
 from .progress import Progress
 from .scenario import Scenario, scenario_as_run
 
@@ -84,12 +84,9 @@ class RunOptions:
     metrics: dict[int, str] | None = None
     duration: float | None = None
     out: Path | None = None
-    analyze: bool = True
-    #: what judges the run: auto (the reference engine for small histories), spark, reference
-    engine: str = "auto"
-    #: the Spark master that judges the run (None: local[2]); a cluster's executors read the run
-    #: directory at its absolute path, so it must be on a mount they share
-    spark_master: str | None = None
+    #: what judges the run once it is recorded (None: recorded only); warmed when the
+    #: workload starts, so a JVM it needs starts while the run goes on
+    judge: Judge | None = None
     web: bool = False
     web_host: str = "127.0.0.1"
     #: None: the workload process binds a free port
@@ -213,10 +210,10 @@ class Orchestrator:
                 f"(analysable: txnchaos analyze {self.run_dir})"
             )
             return EXIT_HARNESS_FAILED
-        if not self.options.analyze:
+        if self.options.judge is None:
             self.console.print(f"done; judge it with: txnchaos analyze {self.run_dir}")
             return EXIT_VALID
-        return self._analyze()
+        return self._analyze(self.options.judge)
 
     def _run_phases(self) -> None:
         scenario = self.scenario
@@ -271,6 +268,8 @@ class Orchestrator:
             # schedule.json counts from the users' start (a master's: once its workers are
             # in): the nemesis clock starts there, and the report places its actions by it
             self.state.info["workload_started_ns"] = self._wait_users_started(st.workload)
+            if self.options.judge is not None:
+                self.options.judge.warm()  # the run will be judged: its engine starts now
             origin = time.monotonic()
             st.sampler = OffsetsSampler(
                 self.run_dir, handle.bootstrap, self.partitions, security=self.security
@@ -602,11 +601,9 @@ class Orchestrator:
         root.addHandler(handler)
         root.setLevel(logging.INFO)
 
-    def _analyze(self) -> int:
-        from ...analysis.analyze import main_analyze
-
+    def _analyze(self, judge: Judge) -> int:
         with self.progress.phase("judging the run"):
-            code = main_analyze(self.run_dir, self.options.spark_master, engine=self.options.engine)
+            code = judge.judge(self.run_dir)
         expected = self.scenario.expect.verdict
         got = _verdict_status(self.run_dir) if code in (EXIT_VALID, EXIT_ANOMALIES) else "?"
         if got not in ("?", expected):
@@ -666,10 +663,4 @@ def _last_json_line(path: Path) -> dict[str, Any] | None:
 
 
 def run_scenario(scenario: Scenario, options: RunOptions, console: Console | None = None) -> int:
-    console = console or make_console()
-    if shutil.which("java") is None and options.analyze and options.engine != "reference":
-        console.print(
-            "[yellow]java is not installed: a run judged by PySpark (a large history, "
-            "--engine spark or --master) will fail to be judged[/]"
-        )
-    return Orchestrator(scenario, options, console).run()
+    return Orchestrator(scenario, options, console or make_console()).run()

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import yaml
 
-from ..repro.command import judge
+from ..repro.command import outcome_of
 from ..run.child import run_in_child
+from ..run.judge import Judge
 from .search import BudgetSpent, Scenario
 
 
@@ -21,6 +22,7 @@ class Attempts:
     directory: Path
     target: set[str]  # checkers that must all flag a candidate
     budget_s: float
+    judge: Judge  # judges each re-run (one engine for all of them)
     log: Callable[[str], None] = print
     started: float = field(default_factory=time.monotonic)
     walls: list[float] = field(default_factory=list)
@@ -38,9 +40,11 @@ class Attempts:
         scenario_file = self.directory / f"{name}.yaml"
         scenario_file.write_text(yaml.safe_dump(candidate, sort_keys=False))
         run_dir = self.directory / name
-        code, wall = run_in_child(scenario_file, run_dir, log=self.directory / f"{name}.log")
+        code, wall = run_in_child(
+            scenario_file, run_dir, self.judge, log=self.directory / f"{name}.log"
+        )
         self.walls.append(wall)
-        verdict, anomalies = judge(run_dir, code)
+        verdict, anomalies = outcome_of(run_dir, code)
         if verdict == "harness_failed":
             self.log(f"  {name}: the harness failed (see {name}.log); counted as passing")
             return False

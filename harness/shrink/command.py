@@ -12,8 +12,9 @@ from typing import Any
 import yaml
 from rich.console import Console
 
-from ...analysis.verdict import anomalies_by_checker
+from ...rundir.verdict_file import anomalies_by_checker
 from ..console import make_console
+from ..run.judge import Judge
 from ..run.scenario import ScenarioError, load_scenario
 from .attempts import Attempts
 from .search import BudgetSpent, Scenario, Search, size_of, with_actions
@@ -103,20 +104,23 @@ def main_shrink(
     budget_s: float,
     anomalies: list[str],
     scenario_file: Path | None,
+    judge: Judge,
     console: Console | None = None,
 ) -> int:
-    return shrink_run(run_dir, budget_s, anomalies, scenario_file, console).exit_code
+    return shrink_run(run_dir, budget_s, judge, anomalies, scenario_file, console).exit_code
 
 
 def shrink_run(
     run_dir: Path,
     budget_s: float,
+    judge: Judge,
     anomalies: list[str] | None = None,
     scenario_file: Path | None = None,
     console: Console | None = None,
 ) -> ShrinkResult:
-    """Shrink ``run_dir`` within ``budget_s`` (raises :class:`ShrinkError` for a run that
-    cannot be: valid, unreadable, no scenario, shrunk before)."""
+    """Shrink ``run_dir`` within ``budget_s``, each re-run judged by ``judge`` (raises
+    :class:`ShrinkError` for a run that cannot be: valid, unreadable, no scenario, shrunk
+    before)."""
     console = console or make_console()
     base, flagged = original(run_dir, scenario_file)
     target = set(anomalies) if anomalies else flagged - {"metrics"} or flagged
@@ -134,7 +138,7 @@ def shrink_run(
         f"shrinking {run_dir} (seed {base.get('seed')}): {describe(base)}; the anomaly "
         f"class: {', '.join(sorted(target))}; budget {budget_s / 60:g} min"
     )
-    attempts = Attempts(directory, target, budget_s, log=console.print)
+    attempts = Attempts(directory, target, budget_s, judge, log=console.print)
     try:
         reproduced = attempts.fails(base)
     except BudgetSpent:

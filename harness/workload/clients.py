@@ -7,7 +7,7 @@ Three concerns are kept apart:
   :class:`GeventExecutor` runs it in gevent's native thread pool and parks only the calling
   greenlet.  Outside gevent (the crashable subprocess, the final read) :class:`DirectExecutor`
   just calls it.
-* **What is recorded** (:class:`~txnchaos.harness.history.writer.HistoryWriter`): an
+* **What is recorded** (:class:`~txnchaos.rundir.writer.HistoryWriter`): an
   ``invoke`` line before the call and a ``complete`` line after it, with the outcome classified
   from the :class:`KafkaError` (:func:`classify`).  Delivery reports arrive on the thread that
   serves the client (inside flush/poll); the writer is thread-safe, so they are recorded there.
@@ -49,8 +49,8 @@ from confluent_kafka import (
     TopicPartition,
 )
 
-from ..history.schema import EventType, Isolation, Outcome
-from ..history.writer import HistoryWriter, Op
+from ...rundir.schema import EventType, Isolation, Outcome
+from ...rundir.writer import HistoryWriter, Op
 from .recording import (
     PAD_HEADER,
     ClientError,

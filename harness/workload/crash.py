@@ -26,9 +26,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..history.run_dir import HISTORY_DIR
-from ..history.schema import EventType, Outcome
-from ..history.writer import HistoryWriter
+from ...rundir.run_dir import HISTORY_DIR
+from ...rundir.schema import EventType, Outcome
+from ...rundir.writer import HistoryWriter
 from .config import WorkloadConfig, load_workload
 from .line_child import LineChild
 from .workers import NameAllocator

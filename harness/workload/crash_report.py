@@ -16,10 +16,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..history.client_crashes import write_crash
-from ..history.run_dir import HISTORY_DIR
-from ..history.schema import EventType, Outcome
-from ..history.writer import HistoryWriter
+from ...rundir.client_crashes import write_crash
+from ...rundir.run_dir import HISTORY_DIR
+from ...rundir.schema import EventType, Outcome
+from ...rundir.writer import HistoryWriter
 
 #: lines that say why a process aborted, most telling first
 _WHY = (

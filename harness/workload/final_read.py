@@ -24,10 +24,10 @@ from typing import Any
 from confluent_kafka import IsolationLevel, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
+from ...rundir.final_state import FinalPartition
+from ...rundir.schema import EventType, Isolation
+from ...rundir.writer import HistoryWriter
 from ..client_security import security_config
-from ..history.final_state import FinalPartition
-from ..history.schema import EventType, Isolation
-from ..history.writer import HistoryWriter
 from .clients import ClientError, ConsumerClient, DirectExecutor, Executor, position
 from .config import TopicSpec
 

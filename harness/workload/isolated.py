@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..history.run_dir import HISTORY_DIR
+from ...rundir.run_dir import HISTORY_DIR
 from .crash_report import record_client_crash
 from .kinds.registry import user_kind
 from .recording import OperationFailed

@@ -23,11 +23,11 @@ from collections.abc import Coroutine
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from ...rundir.schema import Outcome
+from ...rundir.writer import Op
 from ..clients import KafkaClientError, RetriableError
 from ..clients.errors import error_name
 from ..clients.producer import HeldRequest, Producer
-from ..history.schema import Outcome
-from ..history.writer import Op
 from .ours import OurProducerClient
 from .recording import ClientError, ErrorClass
 

@@ -24,6 +24,8 @@ import contextlib
 from collections.abc import Callable, Coroutine, Mapping
 from typing import Any, TypeVar
 
+from ...rundir.schema import Outcome
+from ...rundir.writer import HistoryWriter, Op
 from ..clients import (
     AbortableError,
     FatalError,
@@ -36,8 +38,6 @@ from ..clients import (
 )
 from ..clients.bridge import LoopThread
 from ..clients.config import DEFAULT_TRANSACTION_TIMEOUT_MS
-from ..history.schema import Outcome
-from ..history.writer import HistoryWriter, Op
 from .recording import (
     PAD_HEADER,
     ClientError,

@@ -32,8 +32,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
-from ..history.schema import EventType, Outcome
-from ..history.writer import HistoryWriter, Op
+from ...rundir.schema import EventType, Outcome
+from ...rundir.writer import HistoryWriter, Op
 
 #: ``reporter(request_type, name, response_time_ms, exception)``; called from the greenlet.
 Reporter = Callable[[str, str, float, BaseException | None], None]

@@ -2,7 +2,7 @@
 in their kind's module, :mod:`.kinds`).
 
 A worker owns one process name (its history file and its writer identity in
-:func:`~txnchaos.harness.history.schema.encode_value`), its clients and its counters.
+:func:`~txnchaos.rundir.schema.encode_value`), its clients and its counters.
 ``start()`` records START and creates the clients, each ``step()`` is one task (a transaction,
 a batch, a poll), ``stop()`` records STOP and closes the clients.  The locust users
 (:mod:`.users`) call these from a greenlet with a :class:`~.clients.GeventExecutor`; the
@@ -25,9 +25,9 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from confluent_kafka import Consumer, Producer
 
-from ..history.run_dir import HISTORY_DIR
-from ..history.schema import EventType
-from ..history.writer import HistoryWriter
+from ...rundir.run_dir import HISTORY_DIR
+from ...rundir.schema import EventType
+from ...rundir.writer import HistoryWriter
 from .clients import DirectExecutor, Executor, ProducerClient, Reporter
 from .recording import RecordingProducer
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from txnchaos.analysis.pipeline import analyze
+from txnchaos.analysis.spark.pipeline import analyze
 from txnchaos.analysis.verdict import Verdict
 from txnchaos_testing.synthetic import Synth, SynthConfig
 

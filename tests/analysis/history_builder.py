@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from txnchaos.analysis.model.history import write_history
 from txnchaos.analysis.reference import Item, Op, RunFacts, judge
-from txnchaos.analysis.reference.history import write_history
-from txnchaos.harness.history.run_dir import write_run_info
-from txnchaos.harness.history.schema import EventType, Outcome
+from txnchaos.rundir.run_dir import write_run_info
+from txnchaos.rundir.schema import EventType, Outcome
 
 E, OC = EventType, Outcome
 

@@ -10,13 +10,14 @@ from typing import Any
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from txnchaos.analysis.checkers.base import CheckOutput, Exact
-from txnchaos.analysis.checkers.context import CheckContext
-from txnchaos.analysis.load import load_run, prepare_run
-from txnchaos.analysis.pipeline import CHECKERS
-from txnchaos.analysis.projections import Projections
+from txnchaos.analysis.load import prepare_run
 from txnchaos.analysis.reference import judge
-from txnchaos.analysis.summary import summarize
+from txnchaos.analysis.spark.checkers.base import CheckOutput, Exact
+from txnchaos.analysis.spark.checkers.context import CheckContext
+from txnchaos.analysis.spark.load import load_run
+from txnchaos.analysis.spark.pipeline import CHECKERS
+from txnchaos.analysis.spark.projections import Projections
+from txnchaos.analysis.spark.summary import summarize
 
 #: the Spark checkers the reference covers: all of them
 SPARK_CHECKERS = CHECKERS

@@ -13,8 +13,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from txnchaos.analysis.engine import class_archive
-from txnchaos.analysis.engine.class_archive import install, plan
+from txnchaos.analysis.spark import class_archive
+from txnchaos.analysis.spark.class_archive import install, plan
 
 from .helpers import build
 
@@ -88,7 +88,7 @@ def test_a_usable_archive_is_installed_and_others_pruned(tmp_path: Path) -> None
 
 ANALYZE = """
 import sys
-from txnchaos.analysis.pipeline import analyze
+from txnchaos.analysis.spark.pipeline import analyze
 analyze(sys.argv[1], write=False)
 """
 

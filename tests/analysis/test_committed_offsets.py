@@ -9,15 +9,20 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from txnchaos.analysis.reference import Item, RunFacts
-from txnchaos.analysis.reference.group_offsets import NO_FINAL, committed_offsets
-from txnchaos.harness.history.final_state import FinalState, write_final_state
-from txnchaos.harness.history.run_dir import FINAL_STATE_JSON
+from txnchaos.analysis.reference import Indexes, Item, Judged, Op, RunFacts
+from txnchaos.analysis.rules.committed_offsets import NO_FINAL, rule
+from txnchaos.rundir.final_state import FinalState, write_final_state
+from txnchaos.rundir.run_dir import FINAL_STATE_JSON
 
 from .history_builder import OC, E, H
 from .reference_support import canonical, reference_judgement, spark_judgement
 
 NAME = "committed_offsets"
+
+
+def committed_offsets(ops: list[Op], fs: FinalState | None) -> Judged:
+    """The rule over ``ops`` and a final state."""
+    return rule(Indexes(ops), RunFacts(final_state=fs))
 
 
 def _copier(

@@ -12,18 +12,21 @@ import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import SparkSession
 
-from txnchaos.analysis import pipeline
-from txnchaos.analysis.analyze import main_analyze
+from txnchaos.analysis.analyze import RunJudge, main_analyze
 from txnchaos.analysis.load import prepare_run
-from txnchaos.harness.history import EventType, HistoryWriter, RunDirError, encode_value
-from txnchaos.harness.history.compact import (
+from txnchaos.analysis.spark import pipeline
+from txnchaos.jobs.judging import analyze_run_dir
+from txnchaos.rundir.compact import (
     compact_metrics,
+    compact_run,
     compact_to_parquet,
     parquet_notes,
     read_faults,
 )
-from txnchaos.harness.history.jsonl import CorruptLineError
-from txnchaos.harness.history.run_dir import append_metric_samples, write_run_info
+from txnchaos.rundir.jsonl import CorruptLineError
+from txnchaos.rundir.run_dir import RunDirError, append_metric_samples, write_run_info
+from txnchaos.rundir.schema import EventType, encode_value
+from txnchaos.rundir.writer import HistoryWriter
 
 OP = {"process": "w0", "type": "poll", "invoke_ns": 1, "outcome": "ok", "complete_ns": 2}
 TORN = '{"process":"w0","op_id":99,"type":"po'
@@ -189,6 +192,9 @@ def test_prepare_run_gathers_every_note_and_refuses_a_bad_line(tmp_path: Path) -
     with metrics.open("a") as fh:
         fh.write('{"time_ns": 3')
     (tmp_path / "faults.jsonl").write_text('{"kind": "kill", "start": 1.0}\n{"ki')
+    with pytest.raises(RunDirError, match="not compacted"):  # the analysis only reads
+        prepare_run(tmp_path)
+    compact_run(tmp_path)  # the writer side (the harness, or `txnchaos analyze` first)
     run = prepare_run(tmp_path)
     assert [n.split(":")[0] for n in run.notes] == [
         str(history),
@@ -209,7 +215,7 @@ def test_analyze_exits_2_naming_the_line_and_writes_no_verdict(
     path = history_run(tmp_path, polls=30)
     lines = path.read_text().splitlines(keepends=True)
     path.write_text("".join(lines[:15]) + "#garbage#\n" + "".join(lines[15:]))
-    assert pipeline.main_analyze(tmp_path) == 2
+    assert analyze_run_dir(tmp_path, RunJudge()) == 2
     captured = capsys.readouterr()
     assert captured.err.strip() == (
         f"txnchaos analyze: {path}:16: not JSON (Expecting value at column 1): '#garbage#'"
@@ -233,7 +239,7 @@ def test_a_torn_final_line_is_judged_and_noted_in_the_verdict(
     path = tmp_path / "history" / "w0.jsonl"
     with path.open("a") as fh:
         fh.write('{"process":"w0","op_id":6,"type":"begin","invoke_n')
-    assert pipeline.main_analyze(tmp_path) == 0
+    assert analyze_run_dir(tmp_path, RunJudge(spark=spark)) == 0
     out = capsys.readouterr().out
     verdict = json.loads((tmp_path / "verdict.json").read_text())
     assert verdict["status"] == "valid"

@@ -12,16 +12,16 @@ from pyspark.sql import SparkSession
 
 from tests.selection import nightly_except
 from txnchaos.analysis.analyze import analyze
-from txnchaos.analysis.pipeline import analyze as spark_analyze
 from txnchaos.analysis.reference import Item
-from txnchaos.harness.history.dual_write_db import (
+from txnchaos.analysis.spark.pipeline import analyze as spark_analyze
+from txnchaos.rundir.dual_write_db import (
     DbRowJson,
     DualWriteDb,
     read_dual_write_db,
     write_dual_write_db,
 )
-from txnchaos.harness.history.errors import RunDirError
-from txnchaos.harness.history.final_state import FinalState, write_final_state
+from txnchaos.rundir.errors import RunDirError
+from txnchaos.rundir.final_state import FinalState, write_final_state
 
 from .engine_support import assert_same_verdict
 from .history_builder import E, H

@@ -10,7 +10,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from tests.selection import nightly_except
-from txnchaos.harness.history.schema import EventType
+from txnchaos.rundir.schema import EventType
 from txnchaos_testing.synthetic import Synth
 
 from .helpers import build, counts, judge

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from txnchaos.analysis.reference import Item
+from txnchaos.analysis.reference import Indexes, Item, RunFacts
 
 from .history_builder import OC, E, H
 from .reference_support import canonical, reference_judgement, spark_judgement
@@ -54,9 +54,9 @@ def _zombie_history() -> H:
 
 def test_reference_flags_only_the_zombie_commit() -> None:
     h = _zombie_history()
-    from txnchaos.analysis.reference.fenced import fenced_commit
+    from txnchaos.analysis.rules.fenced_commit import rule
 
-    judged = fenced_commit(h.ops)
+    judged = rule(Indexes(h.ops), RunFacts())
     assert judged.counts == {NAME: 1}
     (row,) = judged.rows
     ev = row["evidence"]

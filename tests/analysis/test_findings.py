@@ -10,8 +10,8 @@ from pyspark.sql import SparkSession
 
 from txnchaos.analysis import analyze as engines
 from txnchaos.analysis.findings import BEFORE_S, finding_line
-from txnchaos.analysis.pipeline import analyze as spark_analyze
-from txnchaos.harness.history.client_crashes import write_crash
+from txnchaos.analysis.spark.pipeline import analyze as spark_analyze
+from txnchaos.rundir.client_crashes import write_crash
 from txnchaos_testing.synthetic import Synth, SynthConfig
 
 from .engine_support import EXAMPLES, assert_same_verdict

@@ -10,10 +10,10 @@ import pytest
 from pyspark.sql import SparkSession
 
 from txnchaos.analysis import analyze as engines
-from txnchaos.analysis.pipeline import analyze as spark_analyze
+from txnchaos.analysis.spark.pipeline import analyze as spark_analyze
 from txnchaos.analysis.verdict import Verdict
-from txnchaos.harness.history.run_dir import write_run_info
-from txnchaos.harness.history.schema import MetricName
+from txnchaos.rundir.run_dir import write_run_info
+from txnchaos.rundir.schema import MetricName
 from txnchaos_testing.synthetic import Synth, SynthConfig
 
 from .engine_support import EXAMPLES, assert_same_verdict

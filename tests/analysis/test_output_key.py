@@ -5,7 +5,7 @@ from __future__ import annotations
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from txnchaos.analysis.projections import output_key
+from txnchaos.analysis.spark.projections import output_key
 
 
 def _keys(spark: SparkSession, rows: list[tuple[str | None, str | None]]) -> list[tuple]:

@@ -8,7 +8,7 @@ import time
 import pytest
 from pyspark.sql import SparkSession
 
-from txnchaos.analysis.engine.parallel import run_parallel, shared_property
+from txnchaos.analysis.spark.parallel import run_parallel, shared_property
 
 
 def test_results_come_back_in_order_and_the_first_call_runs_here(spark: SparkSession) -> None:

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from pyspark.sql import Column, SparkSession
 from pyspark.sql import functions as F
 
-from txnchaos.analysis.projections import parse_value
+from txnchaos.analysis.spark.projections import parse_value
 
 
 def _by_split(value: Column) -> tuple[Column, Column, Column]:

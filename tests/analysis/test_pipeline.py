@@ -10,9 +10,11 @@ from pathlib import Path
 import pytest
 from pyspark.sql import DataFrame, SparkSession
 
-from txnchaos.analysis import pipeline
-from txnchaos.harness.history import EventType, HistoryWriter, encode_value
-from txnchaos.harness.history.run_dir import write_run_info
+from txnchaos.analysis.spark import pipeline
+from txnchaos.rundir.compact import compact_run
+from txnchaos.rundir.run_dir import RunDirError, write_run_info
+from txnchaos.rundir.schema import EventType, encode_value
+from txnchaos.rundir.writer import HistoryWriter
 from txnchaos_testing.synthetic import Synth, SynthConfig
 
 
@@ -80,12 +82,18 @@ def test_partial_run_from_json_lines_is_analysable(spark: SparkSession, tmp_path
                 for o in (0, 1, 3, 4)
             ],
         )
+    # the analysis reads a run directory only: compacting it is the writer side's
+    with pytest.raises(RunDirError, match=r"no history\.parquet: the run was not compacted"):
+        pipeline.analyze(tmp_path, spark=spark)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["history", "run.json"]
+    assert compact_run(tmp_path) == ["compacted 2 history file(s) into history.parquet"]
     v = pipeline.analyze(tmp_path, spark=spark)
     assert v.status == "valid", v.summary()
     assert v.stats["transactions"] == {"committed": 2, "indeterminate": 1}
     assert v.checkers["indeterminate_commit"].status == "unknown"  # no final read
     assert v.checkers["metrics"].status == "unknown"
     assert (tmp_path / "history.parquet").exists() and (tmp_path / "report.html").exists()
+    assert compact_run(tmp_path) == []
 
 
 def test_metrics_unsupported_is_unknown_not_invalid(spark: SparkSession, tmp_path: Path) -> None:

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from txnchaos.analysis.reference.metric_rules import (
+from txnchaos.analysis.model.judged import Judged
+from txnchaos.analysis.rules.metric_samples import (
     KINDS,
     NAME,
     ids_may_expire,
     producer_id_count,
 )
-from txnchaos.analysis.reference.rows import Judged
 
 S = 1_000_000_000
 CAPTURED = 200 * S

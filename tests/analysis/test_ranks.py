@@ -9,9 +9,10 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from txnchaos.analysis.load import load_run, prepare_run
-from txnchaos.analysis.projections import Projections
-from txnchaos.analysis.summary import summarize
+from txnchaos.analysis.load import prepare_run
+from txnchaos.analysis.spark.load import load_run
+from txnchaos.analysis.spark.projections import Projections
+from txnchaos.analysis.spark.summary import summarize
 
 from .helpers import build
 

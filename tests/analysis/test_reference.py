@@ -6,10 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from txnchaos.analysis.reference import Item, RunFacts, hanging_transactions, judge
-from txnchaos.analysis.reference.history import ITEM_KEYS, OP_KEYS
-from txnchaos.analysis.reference.indexes import parse_txn
-from txnchaos.harness.history.schema import (
+from txnchaos.analysis.model.facts import RunFacts
+from txnchaos.analysis.model.history import ITEM_KEYS, OP_KEYS
+from txnchaos.analysis.model.indexes import Indexes, parse_txn
+from txnchaos.analysis.reference import Item, judge
+from txnchaos.analysis.rules import hanging_transactions
+from txnchaos.rundir.schema import (
     ITEM_FIELDS,
     OP_FIELDS,
     EventType,
@@ -196,13 +198,13 @@ def test_hanging_transactions_from_the_final_state_and_samples() -> None:
         for n, v in ((lso, 3.0), (hw, 3.0 + s))
     ]
     facts = RunFacts(final_state=state, metrics=samples, transaction_timeout_ms=60_000)
-    assert hanging_transactions(facts).counts == {
+    assert hanging_transactions.rule(Indexes([]), facts).counts == {
         "end_lso_lag": 1,
         "stale_open_transaction": 1,
         "coordinator_mismatch": 1,
         "lso_stall": 1,
     }
-    assert hanging_transactions(RunFacts()).unknown is not None
+    assert hanging_transactions.rule(Indexes([]), RunFacts()).unknown is not None
 
 
 def test_a_stall_is_timed_from_when_the_lso_fell_behind() -> None:
@@ -217,8 +219,10 @@ def test_a_stall_is_timed_from_when_the_lso_fell_behind() -> None:
         ]
 
     short = RunFacts(metrics=samples(10), transaction_timeout_ms=10_000)
-    assert hanging_transactions(short).counts["lso_stall"] == 0
-    long = hanging_transactions(RunFacts(metrics=samples(40), transaction_timeout_ms=10_000))
+    assert hanging_transactions.rule(Indexes([]), short).counts["lso_stall"] == 0
+    long = hanging_transactions.rule(
+        Indexes([]), RunFacts(metrics=samples(40), transaction_timeout_ms=10_000)
+    )
     assert long.counts["lso_stall"] == 1
     (stall,) = long.rows
     assert stall["evidence"]["from_ns"] == 60 * 1_000_000_000
@@ -244,14 +248,14 @@ def test_the_time_a_node_was_down_does_not_count_towards_a_stall() -> None:
 
     down = [fault("restart", "node 1001", 2, 15), fault("pause", "node 2", 10, 22)]
     facts = RunFacts(metrics=samples, transaction_timeout_ms=10_000, faults=down)
-    assert hanging_transactions(facts).counts["lso_stall"] == 0
+    assert hanging_transactions.rule(Indexes([]), facts).counts["lso_stall"] == 0
     link = [fault("delay", "client->n1", 2, 22)]
     facts = RunFacts(metrics=samples, transaction_timeout_ms=10_000, faults=link)
-    (stall,) = hanging_transactions(facts).rows
+    (stall,) = hanging_transactions.rule(Indexes([]), facts).rows
     assert stall["evidence"]["nodes_down_ms"] == 0
     short = [fault("restart", "node 1001", 2, 8)]
     facts = RunFacts(metrics=samples, transaction_timeout_ms=10_000, faults=short)
-    (stall,) = hanging_transactions(facts).rows
+    (stall,) = hanging_transactions.rule(Indexes([]), facts).rows
     assert stall["evidence"]["nodes_down_ms"] == 6_000
 
 

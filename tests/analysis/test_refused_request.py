@@ -9,8 +9,8 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from txnchaos.analysis.reference import Item
-from txnchaos.analysis.reference.probes import refused_request
+from txnchaos.analysis.reference import Indexes, Item, Judged, Op, RunFacts
+from txnchaos.analysis.rules.refused_request import rule
 
 from .history_builder import OC, E, H
 from .reference_support import canonical, reference_judgement, spark_judgement
@@ -21,6 +21,11 @@ NAME = "refused_request"
 def _probe(h: H, kind: str, value: str | None, outcome: OC, error: str | None = None) -> None:
     item = Item("t", 0, None, value, kind, "OUT_OF_ORDER_SEQUENCE_NUMBER")
     h.op("hostile", E.PROBE, item, outcome=outcome, error=error, producer_id=7, producer_epoch=0)
+
+
+def refused_request(ops: list[Op]) -> Judged:
+    """The rule over ``ops``."""
+    return rule(Indexes(ops), RunFacts())
 
 
 def _history() -> H:

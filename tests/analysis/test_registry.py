@@ -1,15 +1,20 @@
-"""The checker registry: every checker declares what it reads, and the pipeline's schedule
-(which projections to build, which checkers run together) follows from those declarations."""
+"""The one registry (rules/registry.py): every checker's rule module, its definition the
+module's docstring; each rule's Spark implementation names the rule it implements and declares
+what it reads, and the pipeline's schedule (which projections to build, which checkers run
+together) follows from those declarations."""
 
 from __future__ import annotations
 
 from types import SimpleNamespace
 from typing import Any
 
-from txnchaos.analysis import pipeline
-from txnchaos.analysis.checkers import protocol
-from txnchaos.analysis.checkers.protocol import Reads
-from txnchaos.analysis.checkers.registry import CHECKERS, schedule
+import pytest
+
+from txnchaos.analysis.rules.registry import RULES, definition
+from txnchaos.analysis.spark import pipeline
+from txnchaos.analysis.spark.checkers import protocol
+from txnchaos.analysis.spark.checkers.protocol import Reads
+from txnchaos.analysis.spark.checkers.schedule import CHECKERS, implementation, schedule
 
 
 def _names(checkers: tuple[Any, ...]) -> set[str]:
@@ -71,3 +76,24 @@ def test_every_checker_declares_its_kinds_and_reads() -> None:
         assert all(isinstance(r, Reads) for r in c.READS), c.NAME
         assert len(set(c.KINDS)) == len(c.KINDS), c.NAME
     assert protocol.BY_VALUE.isdisjoint(protocol.BY_STREAM)
+
+
+def test_every_rule_has_a_spark_implementation_naming_it() -> None:
+    assert [c.NAME for c in CHECKERS] == [r.NAME for r in RULES]
+    for rule, impl in zip(RULES, CHECKERS, strict=True):
+        assert impl.RULE is rule and (impl.NAME, impl.KINDS) == (rule.NAME, rule.KINDS)
+
+
+def test_a_rule_without_a_spark_implementation_is_refused() -> None:
+    with pytest.raises(LookupError, match="no Spark implementation"):
+        implementation(SimpleNamespace(NAME="no_such_checker", KINDS=("x",), rule=None))
+    other = SimpleNamespace(NAME="aborted_read", KINDS=("aborted_read",), rule=None)
+    with pytest.raises(LookupError, match="does not implement"):
+        implementation(other)  # spark/checkers/aborted_read.py implements the real rule
+
+
+def test_each_definition_is_its_rule_modules_docstring() -> None:
+    for rule in RULES:
+        text = definition(rule)
+        assert text and text == " ".join((rule.__doc__ or "").split()), rule.NAME
+        assert "spark" not in text.lower(), rule.NAME  # the rule's words, not an engine's

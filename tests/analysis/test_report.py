@@ -13,10 +13,10 @@ from pyspark.sql import SparkSession
 
 from tests.spark_session import TestSessions
 from txnchaos.analysis.fault_actions import group_faults
-from txnchaos.analysis.pipeline import analyze
 from txnchaos.analysis.report import render_report
 from txnchaos.analysis.report.charts import OP_COLOURS
 from txnchaos.analysis.report_series import MAX_BUCKETS, quantile_of_bins
+from txnchaos.analysis.spark.pipeline import analyze
 from txnchaos.analysis.verdict import VALID, CheckerVerdict, Verdict
 from txnchaos_testing.synthetic import Synth, SynthConfig
 

@@ -8,19 +8,18 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from txnchaos.harness.history import (
+from txnchaos.rundir.compact import compact_to_parquet
+from txnchaos.rundir.run_dir import RunDirError, open_run_dir, write_run_info
+from txnchaos.rundir.schema import (
     HISTORY_ARROW_SCHEMA,
     EventType,
-    HistoryWriter,
-    RunDirError,
-    compact_to_parquet,
+    MetricName,
+    canonical_metric_name,
     decode_value,
     encode_value,
     history_spark_schema,
-    open_run_dir,
 )
-from txnchaos.harness.history.run_dir import write_run_info
-from txnchaos.harness.history.schema import MetricName, canonical_metric_name
+from txnchaos.rundir.writer import HistoryWriter
 
 
 def test_spark_schema_is_derived_from_arrow_schema() -> None:
@@ -97,9 +96,9 @@ def test_run_dir_errors_name_what_is_missing(tmp_path: Path) -> None:
 
 
 def test_fault_log_lines_become_fault_rows(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    """The nemesis' fault log (harness/faults/fault_log.py) is what the analysis reads."""
-    from txnchaos.harness.faults.fault_log import FaultLog
-    from txnchaos.harness.history.compact import read_faults
+    """The nemesis' fault log (rundir/fault_log.py) is what the analysis reads."""
+    from txnchaos.rundir.compact import read_faults
+    from txnchaos.rundir.fault_log import FaultLog
 
     with FaultLog(tmp_path) as log:
         log.write(

@@ -8,10 +8,11 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from txnchaos.analysis.engine.local_jvm import DEFAULT_OFF_HEAP
-from txnchaos.analysis.load import load_run, prepare_run
-from txnchaos.analysis.projections import Projections
-from txnchaos.analysis.summary import summarize
+from txnchaos.analysis.load import prepare_run
+from txnchaos.analysis.spark.load import load_run
+from txnchaos.analysis.spark.local_jvm import DEFAULT_OFF_HEAP
+from txnchaos.analysis.spark.projections import Projections
+from txnchaos.analysis.spark.summary import summarize
 
 from .helpers import build
 

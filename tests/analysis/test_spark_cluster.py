@@ -20,8 +20,8 @@ import pytest
 from pyspark.find_spark_home import _find_spark_home
 from pyspark.sql import SparkSession
 
-from txnchaos.analysis.pipeline import analyze
-from txnchaos.harness.history.run_dir import RunDirError
+from txnchaos.analysis.spark.pipeline import analyze
+from txnchaos.rundir.run_dir import RunDirError
 
 from .helpers import build
 
@@ -161,7 +161,7 @@ def test_a_cluster_judges_a_run_as_the_local_master_does(
         [
             sys.executable,
             "-m",
-            "txnchaos.harness.cli",
+            "txnchaos.jobs.cli",
             "analyze",
             str(run_dir),
             "--master",
@@ -205,7 +205,7 @@ def test_asking_for_another_master_replaces_the_active_session() -> None:
     """One SparkContext per process: ``--master`` must not be answered by a session already
     running elsewhere (Spark's builder would hand that one back with a warning only)."""
     code = (
-        "from txnchaos.analysis.engine import get_session\n"
+        "from txnchaos.analysis.spark import get_session\n"
         "first = get_session('local[1]')\n"
         "second = get_session('local[2]')\n"
         "print(first.sparkContext.master, second.sparkContext.master)\n"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from txnchaos.analysis.engine.local_jvm import (
+from txnchaos.analysis.spark.local_jvm import (
     DEFAULT_OFF_HEAP,
     DRIVER_SIDE_CLASSES,
     QUICK_JIT_ROWS,
@@ -20,7 +20,7 @@ from txnchaos.analysis.engine.local_jvm import (
     off_heap_size,
     shuffle_partitions,
 )
-from txnchaos.analysis.engine.session import COMMON_CONF, session_conf
+from txnchaos.analysis.spark.session import COMMON_CONF, session_conf
 
 
 def test_short_jobs_use_the_quick_jit_and_long_ones_the_optimising_one(

@@ -9,15 +9,15 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from txnchaos.analysis import analyze as engines
-from txnchaos.analysis.pipeline import analyze as spark_analyze
-from txnchaos.analysis.reference.hanging import (
+from txnchaos.analysis.rules.hanging_transactions import (
     ABORT_CLEANUP_INTERVAL_MS,
     SAMPLING_SLACK_MS,
     stall_allowance_ms,
 )
+from txnchaos.analysis.spark.pipeline import analyze as spark_analyze
 from txnchaos.analysis.verdict import Verdict
-from txnchaos.harness.history.run_dir import write_run_info
-from txnchaos.harness.history.schema import MetricName
+from txnchaos.rundir.run_dir import write_run_info
+from txnchaos.rundir.schema import MetricName
 from txnchaos_testing.synthetic import SEC, Synth, SynthConfig
 
 from .engine_support import EXAMPLES, assert_same_verdict
@@ -47,7 +47,8 @@ def judged(
     spark: SparkSession | None, synth: Synth, run_dir: Path, recovery: int | None
 ) -> Verdict:
     """The run judged by the reference engine, and by Spark too (whole verdicts equal) when
-    ``spark`` is given (both call the same allowance, reference/hanging.stall_allowance_ms)."""
+    ``spark`` is given (both call the same allowance,
+    rules/hanging_transactions.stall_allowance_ms)."""
     synth.write(run_dir)
     info = synth.run_info()
     if recovery is not None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from txnchaos.analysis.summary import Summary
+from txnchaos.analysis.spark.summary import Summary
 
 
 def _summary() -> Summary:

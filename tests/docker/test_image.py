@@ -25,7 +25,7 @@ def test_image_holds_the_node_runtime_only(docker: Docker, node_image: str) -> N
     script = (
         "import importlib.metadata as md, importlib.util as u\n"
         "import click, cramjam, crc32c, kio, prometheus_client, pydantic, re2, rich, yaml\n"
-        "import txnchaos.cluster.node, txnchaos.harness.cli\n"
+        "import txnchaos.cluster.node, txnchaos.jobs.cli\n"
         "print('txnchaos', md.version('txnchaos'))\n"
         "for name in ('pyspark', 'pyarrow', 'confluent_kafka', 'pip'):\n"
         "    print(name, 'present' if u.find_spec(name) else 'absent')\n"

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from txnchaos.harness.cli import main
-from txnchaos.harness.history.run_dir import write_run_info
 from txnchaos.harness.launch.local import ClusterLayout
+from txnchaos.jobs.cli import main
+from txnchaos.rundir.run_dir import write_run_info
 
 ROOT = Path(__file__).resolve().parents[2]
 SMOKE = str(ROOT / "scenarios" / "smoke.yaml")
@@ -502,7 +502,7 @@ def test_the_table_covers_every_command() -> None:
 
 def _txnchaos(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "txnchaos.harness.cli", *args],
+        [sys.executable, "-m", "txnchaos.jobs.cli", *args],
         capture_output=True,
         text=True,
         timeout=120,

@@ -12,8 +12,8 @@ from pathlib import Path
 import click
 import pytest
 
-from txnchaos.harness.cli import main
 from txnchaos.harness.cli_input import Duration, parse_duration
+from txnchaos.jobs.cli import main
 
 
 @pytest.mark.parametrize(
@@ -70,7 +70,7 @@ def test_every_duration_option_takes_the_one_syntax() -> None:
 
 def test_version_names_the_package_and_the_client_library() -> None:
     out = subprocess.run(
-        [sys.executable, "-m", "txnchaos.harness.cli", "--version"],
+        [sys.executable, "-m", "txnchaos.jobs.cli", "--version"],
         capture_output=True,
         text=True,
         check=True,
@@ -85,7 +85,7 @@ def test_version_names_the_package_and_the_client_library() -> None:
     "argv",
     [
         ["-m", "txnchaos.harness.cli", "--help"],
-        ["-m", "txnchaos.harness.cli", "run", "--help"],
+        ["-m", "txnchaos.jobs.cli", "run", "--help"],
         ["-c", "import txnchaos.harness.clients.producer"],  # what a tv2 user imports
     ],
 )

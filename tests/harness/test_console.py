@@ -28,7 +28,7 @@ def test_txnchaos_run_does_not_wrap_into_a_pipe(tmp_path: Path) -> None:
     """The run's first line names its directory whole (it was cut at 80 columns in CI logs)."""
     out_dir = tmp_path / ("a-run-directory-with-a-long-name-" + "x" * 80)
     env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
-    cmd = [sys.executable, "-m", "txnchaos.harness.cli", "run", "scenarios/smoke.yaml"]
+    cmd = [sys.executable, "-m", "txnchaos.jobs.cli", "run", "scenarios/smoke.yaml"]
     proc = subprocess.Popen(
         [*cmd, "--out", str(out_dir), "--no-analyze"],
         stdout=subprocess.PIPE,

@@ -10,7 +10,7 @@ import pytest
 
 from txnchaos.analysis.reference import judge
 from txnchaos.analysis.verdict import INVALID, VALID
-from txnchaos.harness.smoke import judge_run
+from txnchaos.jobs.demo import judge_run
 from txnchaos_testing.synthetic import Synth, SynthConfig
 
 

@@ -36,12 +36,12 @@ from txnchaos.cluster.protocol.codec import decode_response, encode_request, req
 from txnchaos.cluster.security.metrics import PREFIX as AUTH_METRICS
 from txnchaos.cluster.security.sasl import SaslCredentials
 from txnchaos.harness.capture.final_state import capture_final_state
-from txnchaos.harness.cli import main as txnchaos
 from txnchaos.harness.client_security import security_config
 from txnchaos.harness.clients import FatalError, ProducerConfig
 from txnchaos.harness.clients import Producer as OurProducer
 from txnchaos.harness.launch.local import LocalCluster
 from txnchaos.harness.workload.final_read import final_read
+from txnchaos.jobs.cli import main as txnchaos
 
 from ..conftest import start_cluster
 from .raw_client import AS_NODE, RawClient

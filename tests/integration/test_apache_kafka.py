@@ -344,7 +344,7 @@ def test_the_jvms_die_with_a_killed_harness(tmp_path: Path) -> None:
 
 def txnchaos(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "txnchaos.harness.cli", *args],
+        [sys.executable, "-m", "txnchaos.jobs.cli", *args],
         capture_output=True,
         text=True,
         timeout=300,

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.integration
 
 def txnchaos(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "txnchaos.harness.cli", *args],
+        [sys.executable, "-m", "txnchaos.jobs.cli", *args],
         capture_output=True,
         text=True,
         timeout=120,

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from txnchaos.analysis.reference import judge
-from txnchaos.harness.smoke import run_smoke
+from txnchaos.jobs.demo import run_smoke
 
 pytestmark = pytest.mark.integration
 

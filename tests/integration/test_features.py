@@ -130,7 +130,7 @@ def test_level_survives_a_controller_restart(cluster: LocalCluster) -> None:
 
 def txnchaos(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "txnchaos.harness.cli", *args],
+        [sys.executable, "-m", "txnchaos.jobs.cli", *args],
         capture_output=True,
         text=True,
         timeout=120,

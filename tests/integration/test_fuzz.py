@@ -14,12 +14,12 @@ from click.testing import CliRunner
 
 from tests.conftest import start_cluster
 from tests.integration.raw_client import RawClient, address
-from txnchaos.harness.cli import main
 from txnchaos.harness.fuzz.findings import Finding, save
 from txnchaos.harness.fuzz.mutators import Case
 from txnchaos.harness.fuzz.runner import FuzzOptions
 from txnchaos.harness.fuzz.session import fuzz_nodes, local_nodes
 from txnchaos.harness.launch.local import LocalCluster
+from txnchaos.jobs.cli import main
 
 pytestmark = pytest.mark.integration
 

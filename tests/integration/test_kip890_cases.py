@@ -42,7 +42,9 @@ from typing import Any
 
 import pytest
 
-from txnchaos.analysis.reference.hanging import RunFacts, hanging_transactions
+from txnchaos.analysis.model.facts import RunFacts
+from txnchaos.analysis.model.indexes import Indexes
+from txnchaos.analysis.rules import hanging_transactions
 from txnchaos.cluster.net.client import PeerConnection
 from txnchaos.cluster.protocol.build import make
 from txnchaos.cluster.protocol.codec import request_class
@@ -165,7 +167,7 @@ class Tv:
         part = {"topic": topic, "partition": partition, "lso": lso, "high_watermark": hw}
         with tempfile.TemporaryDirectory() as run_dir:
             state = capture_final_state(Path(run_dir), self.bootstrap, [part])
-        judged = hanging_transactions(RunFacts(final_state=state))
+        judged = hanging_transactions.rule(Indexes([]), RunFacts(final_state=state))
         assert judged.unknown is None, judged.unknown
         return {r["kind"] for r in judged.rows}
 

@@ -19,8 +19,8 @@ from click.testing import CliRunner
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from txnchaos.cluster.protocol.records import encode_batch
-from txnchaos.harness.cli import main
 from txnchaos.harness.launch.local import LocalCluster
+from txnchaos.jobs.cli import main
 
 from ..conftest import start_cluster
 from .raw_client import RawClient, address

@@ -216,7 +216,7 @@ def test_force_terminate_aborts_a_prepared_transaction(bootstrap: str) -> None:
     state = asyncio.run(prepare(bootstrap, txn_id, topic, ["t0", "t1"]))
     done = subprocess.run(
         [
-            *(sys.executable, "-m", "txnchaos.harness.cli", "transactions"),
+            *(sys.executable, "-m", "txnchaos.jobs.cli", "transactions"),
             *("force-terminate", "--bootstrap", bootstrap, "--transactional-id", txn_id, "--json"),
         ],
         capture_output=True,

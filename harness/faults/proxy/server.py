@@ -25,7 +25,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from ..fault_log import FaultLog
+from ....rundir.fault_log import FaultLog
 from .link import LinkProxy
 from .rewrite import Resolve
 from .rules import (

@@ -13,7 +13,7 @@ from collections.abc import Callable, Coroutine, Iterable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ..fault_log import FaultLog
+from ....rundir.fault_log import FaultLog
 from .link import LinkProxy
 from .server import Address, ExternalCluster, ProxyFleet
 

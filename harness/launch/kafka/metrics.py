@@ -31,7 +31,7 @@ instead of judging without them.
 
 from __future__ import annotations
 
-from ...history.schema import MetricName
+from ....rundir.schema import MetricName
 
 #: metrics the checker reads that no Apache Kafka release exposes, and why
 UNAVAILABLE = {

@@ -8,7 +8,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import cast
 
-from ...history.dual_write_db import (
+from ....rundir.dual_write_db import (
     DatabaseContents,
     DbRowJson,
     DbStateJson,

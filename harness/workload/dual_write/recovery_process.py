@@ -14,8 +14,8 @@ import json
 import sys
 from pathlib import Path
 
+from ....rundir.writer import HistoryWriter
 from ...clients.two_phase import PreparedTxnState
-from ...history.writer import HistoryWriter
 from ..config import load_workload
 from ..workers import hold_forever
 from .connect import open_database

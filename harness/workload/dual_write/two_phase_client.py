@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ....rundir.schema import EventType, Outcome
 from ...clients.two_phase import PreparedTxnState
-from ...history.schema import EventType, Outcome
 from ..ours import OurProducerClient
 from ..recording import ClientError, ErrorClass
 

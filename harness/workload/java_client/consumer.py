@@ -16,8 +16,8 @@ from typing import Any
 
 from confluent_kafka import TopicPartition
 
-from ...history.schema import EventType, Outcome
-from ...history.writer import HistoryWriter
+from ....rundir.schema import EventType, Outcome
+from ....rundir.writer import HistoryWriter
 from ..recording import ClientError, ErrorClass, EventQueue, Reporter, ms_since, no_report
 from .lines import Field
 from .process import JavaCallError, JavaProcess, JavaProcessError

@@ -15,8 +15,8 @@ import contextlib
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ...history.schema import Outcome
-from ...history.writer import HistoryWriter, Op
+from ....rundir.schema import Outcome
+from ....rundir.writer import HistoryWriter, Op
 from ..recording import ClientError, ErrorClass, Failure, RecordingProducer, Reporter
 from .lines import Field, ids
 from .process import JavaCallError, JavaProcess, JavaProcessError

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal, NoReturn
 
 from pydantic import Field, field_validator
 
-from ...history.schema import encode_value
+from ....rundir.schema import encode_value
 from ..clients import ClientError, ProducerReset, chance
 from ..dual_write.database import Database, DatabaseError, DbRow, StoredState
 from ..dual_write.spec import DatabaseSpec
@@ -24,7 +24,7 @@ from .kind import UserKind
 from .transactional_producer import TransactionalProducerSpec, TransactionalProducerWorker
 
 if TYPE_CHECKING:
-    from ...history.writer import HistoryWriter
+    from ....rundir.writer import HistoryWriter
     from ..config import WorkloadConfig
     from ..dual_write.two_phase_client import TwoPhaseProducerClient
 

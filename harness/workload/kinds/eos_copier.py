@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal, NoReturn
 from confluent_kafka import OFFSET_BEGINNING, TopicPartition
 from pydantic import Field, model_validator
 
-from ...history.schema import Outcome, encode_value
+from ....rundir.schema import Outcome, encode_value
 from ..clients import (
     ClientError,
     ConsumerClient,

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
 
-from ...history.schema import Outcome, encode_value
+from ....rundir.schema import Outcome, encode_value
 from ..clients import ClientError, ProducerReset
 from ..probes import Ids, ProbingProducer
 from ..workers import FLUSH_TIMEOUT_S, WorkerContext

@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal, NoReturn
 
 from pydantic import Field
 
-from ...history.schema import encode_value
+from ....rundir.schema import encode_value
 from ..clients import ClientError, ProducerReset
 from ..spec import ProducerSpecBase
 from ..workers import FLUSH_TIMEOUT_S, ProducerWorker, WorkerContext, hold_forever

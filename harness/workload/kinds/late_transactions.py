@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from ...history.schema import Outcome, encode_value
+from ....rundir.schema import Outcome, encode_value
 from ..late_requests import LateRequestProducer
 from ..workers import FLUSH_TIMEOUT_S
 

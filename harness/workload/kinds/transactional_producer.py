@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, NoReturn
 
 from pydantic import Field
 
-from ...history.schema import Outcome, encode_value
+from ....rundir.schema import Outcome, encode_value
 from ..clients import ClientError, ProducerReset, chance
 from ..recording import RecordingProducer
 from ..spec import ProducerSpecBase

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field
 
-from ...history.schema import Outcome
+from ....rundir.schema import Outcome
 from ..recording import RecordingProducer
 from ..spec import SpecModel, TransactionVersion
 from ..workers import Worker, WorkerContext

@@ -15,7 +15,7 @@ import pytest
 
 from tests.conftest import start_cluster
 from txnchaos.harness.capture.metrics_scraper import MetricsScraper, parse_samples
-from txnchaos.harness.history.compact import compact_metrics
+from txnchaos.rundir.compact import compact_metrics
 
 pytestmark = pytest.mark.integration
 

@@ -16,11 +16,11 @@ from typing import Any
 import pytest
 from confluent_kafka import Producer
 
-from txnchaos.harness.faults.fault_log import read_fault_log
 from txnchaos.harness.launch import docker as docker_launch
 from txnchaos.harness.launch.base import ClusterSpec
 from txnchaos.harness.launch.docker import LABEL_RUN, DockerHandle, DockerLauncher
 from txnchaos.harness.launch.errors import LaunchError
+from txnchaos.rundir.fault_log import read_fault_log
 
 from .helpers import StatsConsumer, create_topic, metric, produce
 

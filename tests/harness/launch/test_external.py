@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Producer
 
-from txnchaos.harness.faults.fault_log import read_fault_log
 from txnchaos.harness.launch.base import ClusterSpec, LaunchError, UnsupportedFault
 from txnchaos.harness.launch.external import ExternalHandle, ExternalLauncher
 from txnchaos.harness.launch.registry import get_launcher
+from txnchaos.rundir.fault_log import read_fault_log
 
 from .helpers import StatsConsumer, create_topic, produce
 

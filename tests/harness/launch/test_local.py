@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Producer
 
-from txnchaos.harness.faults.fault_log import read_fault_log
 from txnchaos.harness.launch.base import ClusterSpec, UnsupportedFault, package_version
 from txnchaos.harness.launch.errors import LaunchError
 from txnchaos.harness.launch.local import LocalCluster, is_our_node
 from txnchaos.harness.launch.local_launcher import STATE_FILE, LocalHandle, LocalLauncher
+from txnchaos.rundir.fault_log import read_fault_log
 
 from .helpers import StatsConsumer, create_topic, metric, produce, wait_for
 

@@ -12,9 +12,9 @@ import pytest
 
 from tests.conftest import child_commands
 from txnchaos.harness.nemesis.executor import NemesisExecutor
-from txnchaos.harness.nemesis.outcome_log import read_outcomes
 from txnchaos.harness.nemesis.schedule import ScheduledFault
 from txnchaos.harness.workload.config import load_workload
+from txnchaos.rundir.outcome_log import read_outcomes
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 
 from txnchaos.analysis.nemesis_outcome import nemesis_section
-from txnchaos.harness.faults.fault_log import read_fault_log
 from txnchaos.harness.launch.base import (
     KILL,
     PAUSE,
@@ -26,9 +25,10 @@ from txnchaos.harness.launch.base import (
     NodeInfo,
 )
 from txnchaos.harness.nemesis.executor import NemesisExecutor
-from txnchaos.harness.nemesis.outcome_log import read_outcomes
 from txnchaos.harness.nemesis.schedule import ScheduledFault
 from txnchaos.harness.workload.config import load_workload
+from txnchaos.rundir.fault_log import read_fault_log
+from txnchaos.rundir.outcome_log import read_outcomes
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -4,7 +4,9 @@ ignore the aborted-transaction index), so the night has a valid run and an inval
 one: exit code 1, both run directories kept, and a summary, junit file and trend page
 that say which run failed and how to repeat it.  The invalid run is shrunk with a budget
 that leaves room for the one re-run that shows the anomaly comes back: its row links the
-(not smaller) minimal scenario, and the exit code is still 1."""
+(not smaller) minimal scenario, and the exit code is still 1. Every run of the night, the
+re-run too, is judged by PySpark in the nightly process, one Spark session for all of them,
+and each verdict equals the plain rules' verdict of the same run."""
 
 from __future__ import annotations
 
@@ -15,6 +17,9 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+
+from tests.analysis.engine_support import assert_spark_wrote_the_rules_verdict
+from txnchaos.analysis.analyze import analyze
 
 pytestmark = pytest.mark.integration
 
@@ -45,10 +50,10 @@ def test_a_night_with_a_valid_and_an_invalid_run(tmp_path: Path) -> None:
     args = ["nightly", str(scenarios), "--runs", "2", "--out", str(root), "--seed-base", "40"]
     args += ["--shrink-budget", "1s"]
     proc = subprocess.run(
-        [sys.executable, "-m", "txnchaos.harness.cli", *args],
+        [sys.executable, "-m", "txnchaos.jobs.cli", *args],
         capture_output=True,
         text=True,
-        timeout=900,
+        timeout=1800,
     )
     assert proc.returncode == 1, proc.stdout + proc.stderr
     (night,) = [p for p in root.iterdir() if p.is_dir()]
@@ -88,3 +93,18 @@ def test_a_night_with_a_valid_and_an_invalid_run(tmp_path: Path) -> None:
     assert f'href="{shrunk}"' in (night / "summary.html").read_text()
     message = failed.find("failure").get("message") or ""  # type: ignore[union-attr]
     assert f"minimal scenario {shrunk} (1 re-run)" in message
+
+    # judged by PySpark in this process (one session for the night), as the plain rules judge
+    rerun = night / "runs/001-buggy-seed40/shrink/attempt-001"
+    apps = set()
+    for run_dir in [*(night / r["run_dir"] for r in runs.values()), rerun]:
+        written = json.loads((run_dir / "verdict.json").read_text())
+        reference = analyze(run_dir, engine="reference", write=False)
+        assert_spark_wrote_the_rules_verdict(written, reference)
+        apps.add(written["spark"]["app_id"])
+        assert written["spark"]["app_name"] == "txnchaos nightly"
+    assert len(apps) == 1, apps
+    for r in runs.values():  # what was judged: our cluster (its version once run.json has it)
+        assert r["engine"] == "spark" and r["cluster"]["flavour"] == "txnchaos", r
+    assert "judged by PySpark" in (night / runs["healthy"]["log"]).read_text()
+    assert "; spark</td>" in (night / "summary.html").read_text()

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from txnchaos.analysis.analyze import RunJudge
 from txnchaos.harness.nightly.junit import write_junit
 from txnchaos.harness.nightly.pages import write_summary_html, write_trend
 from txnchaos.harness.nightly.plan import (
@@ -234,7 +235,7 @@ def test_a_run_that_cannot_be_shrunk_says_why_and_keeps_its_verdict(tmp_path: Pa
     write_run(tmp_path, r, verdict("invalid", {"aborted_read": 3}))
     fill_from_run_dir(r, tmp_path)
     assert wanted(r)
-    shrink_row(r, tmp_path, budget_s=60.0)
+    shrink_row(r, tmp_path, budget_s=60.0, judge=RunJudge("reference"))
     assert r.verdict == "invalid" and r.shrunk is None and r.shrink_reruns is None
     assert r.shrink_note is not None and "no scenario.yaml" in r.shrink_note
     assert r.shrink_log is not None and (tmp_path / r.shrink_log).is_file()

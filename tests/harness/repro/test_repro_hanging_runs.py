@@ -9,9 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from pyspark.sql import SparkSession
 
-from tests.harness.repro.repro_runs import HANGING, assert_as_predicted, run_entry
+from tests.harness.repro.repro_runs import HANGING, assert_as_predicted, run_entry, spark_for
 from tests.selection import nightly_except
 
 pytestmark = pytest.mark.integration
@@ -20,7 +19,7 @@ pytestmark = pytest.mark.integration
 #: CI runs one entry (the others, minutes each, run with ``pytest -m nightly``)
 @pytest.mark.parametrize("name", nightly_except(HANGING, keep={"producer-state-expiry"}))
 def test_the_bug_is_detected_and_the_defense_closes_it(
-    name: str, spark: SparkSession, tmp_path: Path
+    name: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     out = tmp_path / name
-    assert_as_predicted(name, out, run_entry(name, out), spark)
+    assert_as_predicted(name, out, run_entry(name, out), spark_for(name, request))

@@ -6,9 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from pyspark.sql import SparkSession
 
-from tests.harness.repro.repro_runs import ISOLATION, assert_as_predicted, run_entry
+from tests.harness.repro.repro_runs import ISOLATION, assert_as_predicted, run_entry, spark_for
 from tests.selection import nightly_except
 
 pytestmark = pytest.mark.integration
@@ -17,7 +16,7 @@ pytestmark = pytest.mark.integration
 #: CI runs one entry (the other with ``pytest -m nightly``)
 @pytest.mark.parametrize("name", nightly_except(ISOLATION, keep={"lso-ignores-open-transactions"}))
 def test_the_bug_is_detected_and_the_defense_closes_it(
-    name: str, spark: SparkSession, tmp_path: Path
+    name: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     out = tmp_path / name
-    assert_as_predicted(name, out, run_entry(name, out), spark)
+    assert_as_predicted(name, out, run_entry(name, out), spark_for(name, request))

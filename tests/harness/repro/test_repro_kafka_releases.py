@@ -1,7 +1,8 @@
 """Reported bugs on the Apache Kafka releases they were reported against, and gone on the
 release that fixed them: `txnchaos repro NAME --kafka-version V` as a user runs it (real
 JVMs of that release, fetched from Maven Central into the cache once; real clients; the
-real analysis, held equal to Spark's).
+real analysis: the plain rules, and PySpark on the suite's shared session for one of them,
+held equal; see repro_runs.py).
 
 One release per test, so that a clean machine's first fetch of a release stays inside one
 test's time. The rest of the catalogue's releases run in bench/detection.py and the nightly
@@ -12,9 +13,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from pyspark.sql import SparkSession
 
-from tests.harness.repro.repro_runs import assert_as_predicted, run_entry
+from tests.harness.repro.repro_runs import assert_as_predicted, run_entry, spark_for
 from tests.selection import nightly_except
 
 pytestmark = [pytest.mark.integration, pytest.mark.kafka, pytest.mark.slow]
@@ -38,10 +38,11 @@ RELEASES = [
     ("name", "release"), nightly_except(RELEASES, keep={"produce-after-abort"})
 )
 def test_a_reported_bug_on_its_releases(
-    name: str, release: str, spark: SparkSession, tmp_path: Path
+    name: str, release: str, request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
     out = tmp_path / f"{name}-{release}"
     outcomes = run_entry(name, out, kafka_version=release)
     assert outcomes, f"{name} names no configuration on Apache Kafka {release}"
     assert all(o["cluster"] == f"Apache Kafka {release}" for o in outcomes.values())
+    spark = spark_for(f"{name}-{release}", request)
     assert_as_predicted(name, out, outcomes, spark, kafka_version=release)

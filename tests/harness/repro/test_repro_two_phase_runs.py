@@ -10,9 +10,8 @@ import json
 from pathlib import Path
 
 import pytest
-from pyspark.sql import SparkSession
 
-from tests.harness.repro.repro_runs import TWO_PHASE, assert_as_predicted, run_entry
+from tests.harness.repro.repro_runs import TWO_PHASE, assert_as_predicted, run_entry, spark_for
 from tests.selection import nightly_except
 
 pytestmark = pytest.mark.integration
@@ -23,10 +22,10 @@ pytestmark = pytest.mark.integration
     "name", nightly_except(TWO_PHASE, keep={"prepared-transaction-aborted-by-init"})
 )
 def test_the_prepared_transaction_is_lost_with_the_bug_and_kept_without(
-    name: str, spark: SparkSession, tmp_path: Path
+    name: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     out = tmp_path / name
-    assert_as_predicted(name, out, run_entry(name, out), spark)
+    assert_as_predicted(name, out, run_entry(name, out), spark_for(name, request))
     counts = json.loads((out / "bug" / "verdict.json").read_text())["checkers"]["dual_write"]
     assert counts["counts"]["database_only"] >= 1, counts
     assert counts["counts"]["kafka_only"] == 0, counts

@@ -4,9 +4,9 @@ configuration its cluster ran with, else those whose predicted checkers all flag
 from __future__ import annotations
 
 from txnchaos.analysis.report.page import summary_paragraph
-from txnchaos.analysis.verdict import INVALID, VALID, CheckerVerdict, Verdict
+from txnchaos.analysis.verdict import INVALID, VALID, CheckerVerdict, Verdict, resemblance
 from txnchaos.harness.repro.catalogue import SHIPPED
-from txnchaos.harness.repro.resemblance import resembling
+from txnchaos.harness.repro.resemblance import resembling, sentences
 
 
 def checker(name: str, n: int) -> CheckerVerdict:
@@ -14,13 +14,16 @@ def checker(name: str, n: int) -> CheckerVerdict:
 
 
 def verdict(flagged: dict[str, int], settings: list[str]) -> Verdict:
-    return Verdict(
+    """A verdict as written: what the catalogue says it resembles filled in (write_verdict)."""
+    v = Verdict(
         run_dir="r",
         status=INVALID if any(flagged.values()) else VALID,
         checkers={name: checker(name, n) for name, n in flagged.items()},
         stats={"ops": 10},
         run={"cluster": {"spec": {"settings": settings}}},
     )
+    v.resembles = resemblance(v, sentences)
+    return v
 
 
 def test_the_switched_on_entry_comes_first() -> None:

@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[3]
 
 def txnchaos(*args: str, **kw: object) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "txnchaos.harness.cli", *args],
+        [sys.executable, "-m", "txnchaos.jobs.cli", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,

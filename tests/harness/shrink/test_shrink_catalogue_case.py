@@ -16,8 +16,9 @@ import yaml
 from rich.console import Console
 
 from tests.harness.shrink.shrink_support import entry_scenario, invalid_run, verdict_of
-from txnchaos.analysis.verdict import anomalies_by_checker
+from txnchaos.analysis.analyze import RunJudge
 from txnchaos.harness.shrink.command import shrink_run
+from txnchaos.rundir.verdict_file import anomalies_by_checker
 
 pytestmark = pytest.mark.integration
 
@@ -41,7 +42,7 @@ def test_shrinking_a_catalogue_run_keeps_its_anomaly_in_a_smaller_scenario(
     run_dir, flagged = invalid_run(one_user_scenario(), tmp_path)
     assert "aborted_read" in flagged, flagged
 
-    result = shrink_run(run_dir, BUDGET_S, console=Console(file=sys.stderr))
+    result = shrink_run(run_dir, BUDGET_S, RunJudge("reference"), console=Console(file=sys.stderr))
 
     assert result.scenario is not None and result.smaller, result
     assert result.reruns == 2, result  # the reproduction, then the 2 s workload

@@ -19,8 +19,9 @@ from tests.harness.shrink.shrink_support import (
     invalid_run,
     verdict_of,
 )
-from txnchaos.analysis.verdict import anomalies_by_checker
+from txnchaos.analysis.analyze import RunJudge
 from txnchaos.harness.shrink.command import shrink_run
+from txnchaos.rundir.verdict_file import anomalies_by_checker
 
 pytestmark = pytest.mark.integration
 
@@ -46,7 +47,7 @@ def test_shrinking_drops_the_faults_the_anomaly_does_not_need(tmp_path: Path) ->
     run_dir, flagged = invalid_run(scenario, tmp_path)
     assert "hanging_transactions" in flagged, flagged
 
-    result = shrink_run(run_dir, BUDGET_S, console=Console(file=sys.stderr))
+    result = shrink_run(run_dir, BUDGET_S, RunJudge("reference"), console=Console(file=sys.stderr))
 
     assert result.scenario is not None and result.smaller, result
     shrunk = yaml.safe_load(result.scenario.read_text())

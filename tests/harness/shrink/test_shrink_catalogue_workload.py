@@ -20,9 +20,10 @@ from tests.harness.shrink.shrink_support import (
     invalid_run,
     verdict_of,
 )
-from txnchaos.analysis.verdict import anomalies_by_checker
+from txnchaos.analysis.analyze import RunJudge
 from txnchaos.harness.shrink.command import shrink_run
 from txnchaos.harness.shrink.search import size_of
+from txnchaos.rundir.verdict_file import anomalies_by_checker
 
 pytestmark = pytest.mark.integration
 
@@ -39,7 +40,7 @@ def test_shrinking_a_run_without_faults_makes_its_workload_smaller(tmp_path: Pat
     run_dir, flagged = invalid_run(scenario, tmp_path)
     assert "aborted_read" in flagged, flagged
 
-    result = shrink_run(run_dir, BUDGET_S, console=Console(file=sys.stderr))
+    result = shrink_run(run_dir, BUDGET_S, RunJudge("reference"), console=Console(file=sys.stderr))
 
     assert result.scenario is not None and result.smaller, result
     shrunk = yaml.safe_load(result.scenario.read_text())

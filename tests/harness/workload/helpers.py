@@ -10,7 +10,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from txnchaos.harness.history import OP_ARROW_SCHEMA, compact_to_parquet
+from txnchaos.rundir.compact import compact_to_parquet
+from txnchaos.rundir.schema import OP_ARROW_SCHEMA
 
 
 def jsonl_lines(run_dir: Path) -> list[dict[str, Any]]:

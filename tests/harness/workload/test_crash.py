@@ -9,13 +9,13 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
-from txnchaos.harness.history import decode_value
 from txnchaos.harness.workload.config import load_workload
 from txnchaos.harness.workload.crash import CrashableClient
 from txnchaos.harness.workload.final_read import final_read, list_ends
 from txnchaos.harness.workload.kinds.idempotent_producer import IdempotentProducerWorker
 from txnchaos.harness.workload.topics import ensure_topics
 from txnchaos.harness.workload.workers import WorkerContext
+from txnchaos.rundir.schema import decode_value
 
 from .helpers import compacted, jsonl_lines
 

@@ -14,12 +14,12 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaError
 
-from txnchaos.harness.history import decode_value
 from txnchaos.harness.workload.clients import GeventExecutor, send_outcome
 from txnchaos.harness.workload.config import load_workload
 from txnchaos.harness.workload.kinds.idempotent_producer import IdempotentProducerWorker
 from txnchaos.harness.workload.kinds.transactional_producer import TransactionalProducerWorker
 from txnchaos.harness.workload.workers import NameAllocator, WorkerContext
+from txnchaos.rundir.schema import decode_value
 
 from .fakes import FakeProducer, kerr
 from .helpers import compacted, jsonl_lines

@@ -48,7 +48,7 @@ def test_our_cluster_refuses_every_probe(tmp_path: Path) -> None:
     out = tmp_path / "run"
     args = ["run", "scenarios/hostile-smoke.yaml", "--engine", "reference", "--out", str(out)]
     proc = subprocess.run(
-        [sys.executable, "-m", "txnchaos.harness.cli", *args],
+        [sys.executable, "-m", "txnchaos.jobs.cli", *args],
         capture_output=True,
         text=True,
         cwd=ROOT,

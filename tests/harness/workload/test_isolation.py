@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from tests.harness.workload.conftest import runner_cmd
-from txnchaos.harness.history.client_crashes import read_crashes
 from txnchaos.harness.workload.crash_report import crash_message, signal_name
+from txnchaos.rundir.client_crashes import read_crashes
 
 from .helpers import compacted, jsonl_lines
 

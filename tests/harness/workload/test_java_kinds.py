@@ -15,7 +15,6 @@ from typing import Any
 
 import pytest
 
-from txnchaos.harness.history import decode_value
 from txnchaos.harness.run.scenario import parse_scenario
 from txnchaos.harness.workload.config import WorkloadConfigError, load_workload
 from txnchaos.harness.workload.crash import CrashableClient
@@ -33,6 +32,7 @@ from txnchaos.harness.workload.kinds.java_transactional_producer import (
 from txnchaos.harness.workload.kinds.registry import crash_targets, user_kind
 from txnchaos.harness.workload.topics import ensure_topics
 from txnchaos.harness.workload.workers import WorkerContext
+from txnchaos.rundir.schema import decode_value
 
 from .helpers import compacted, jsonl_lines
 

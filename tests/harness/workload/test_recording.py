@@ -20,10 +20,10 @@ from txnchaos.harness.clients import (
     RetriableError,
 )
 from txnchaos.harness.clients.errors import StateError
-from txnchaos.harness.history.writer import HistoryWriter
 from txnchaos.harness.workload.clients import ClientError, ProducerClient, ProducerReset
 from txnchaos.harness.workload.ours import OurProducerClient, our_config
 from txnchaos.harness.workload.recording import PURGED_BY_ABORT, RecordingProducer
+from txnchaos.rundir.writer import HistoryWriter
 
 from .fakes import FakeOurProducer, FakeProducer, kerr
 from .helpers import jsonl_lines

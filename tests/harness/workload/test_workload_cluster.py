@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from txnchaos.harness.history import decode_value
 from txnchaos.harness.workload.final_read import final_read
+from txnchaos.rundir.schema import decode_value
 
 from .conftest import run_workload
 from .helpers import compacted, jsonl_lines

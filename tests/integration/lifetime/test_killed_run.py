@@ -75,7 +75,7 @@ def test_a_run_killed_with_sigkill_leaves_no_process(tmp_path: Path) -> None:
         [
             sys.executable,
             "-m",
-            "txnchaos.harness.cli",
+            "txnchaos.jobs.cli",
             "run",
             str(scenario),
             "--out",

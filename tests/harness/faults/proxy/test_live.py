@@ -17,8 +17,8 @@ import pytest
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from txnchaos.harness.faults.fault_log import read_fault_log
 from txnchaos.harness.faults.proxy.thread import FleetThread
+from txnchaos.rundir.fault_log import read_fault_log
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from txnchaos.harness.faults.fault_log import read_fault_log
 from txnchaos.harness.faults.proxy import ProxyFleet
+from txnchaos.rundir.fault_log import read_fault_log
 
 from .conftest import FastPathHits
 from .fakekafka import FakeKafka, RawClient, big_produce, eventually, produce_body, run

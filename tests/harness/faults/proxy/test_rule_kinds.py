@@ -7,7 +7,6 @@ import asyncio
 from pathlib import Path
 from typing import ClassVar, Literal
 
-from txnchaos.harness.faults.fault_log import read_fault_log
 from txnchaos.harness.faults.proxy import ProxyFleet
 from txnchaos.harness.faults.proxy.link import Request
 from txnchaos.harness.faults.proxy.rules import (
@@ -20,6 +19,8 @@ from txnchaos.harness.faults.proxy.rules import (
     PolicyParts,
     RuleState,
 )
+from txnchaos.rundir import fault_log
+from txnchaos.rundir.fault_log import read_fault_log
 
 from .fakekafka import FakeKafka, RawClient, eventually, run
 
@@ -52,6 +53,11 @@ def test_the_registry_names_every_kind_once() -> None:
     assert set(RULE_KINDS) == FRAME_KINDS | LINK_KINDS
     assert not FRAME_KINDS & LINK_KINDS
     assert len(RULE_KINDS) == len(RULE_TYPES)
+
+
+def test_the_fault_log_format_names_the_frame_kinds() -> None:
+    """The analysis counts a frame kind's fault-log lines as requests (rundir/fault_log.py)."""
+    assert fault_log.FRAME_KINDS == FRAME_KINDS
 
 
 def test_a_new_frame_kind_acts_through_its_own_hook(tmp_path: Path) -> None:

@@ -7,8 +7,8 @@ import struct
 from pathlib import Path
 
 from txnchaos.cluster.protocol.codec import encode_request, request_class
-from txnchaos.harness.faults.fault_log import read_fault_log
 from txnchaos.harness.faults.proxy.thread import FleetThread
+from txnchaos.rundir.fault_log import read_fault_log
 
 from .fakekafka import FakeKafka, make
 

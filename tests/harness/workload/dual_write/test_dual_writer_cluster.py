@@ -12,8 +12,6 @@ import pytest
 
 from tests.conftest import start_cluster
 from txnchaos.analysis.reference import judge
-from txnchaos.harness.history.dual_write_db import read_dual_write_db
-from txnchaos.harness.history.run_dir import write_run_info
 from txnchaos.harness.launch.local import LocalCluster
 from txnchaos.harness.workload.config import load_workload
 from txnchaos.harness.workload.crash import CrashableClient
@@ -23,6 +21,9 @@ from txnchaos.harness.workload.final_read import final_read
 from txnchaos.harness.workload.kinds.dual_writer import DualWriterWorker
 from txnchaos.harness.workload.topics import ensure_topics
 from txnchaos.harness.workload.workers import WorkerContext
+from txnchaos.rundir.compact import compact_run
+from txnchaos.rundir.dual_write_db import read_dual_write_db
+from txnchaos.rundir.run_dir import write_run_info
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
@@ -120,6 +121,7 @@ def test_dual_writer_recipe_crashes_and_recovery(bootstrap: str, tmp_path: Path)
     # the second crashed writer's held transaction never reached the database
     assert not any(r["writer"] == "dual-writer-2" and r["txn"] == 1 for r in rows)
 
+    compact_run(run)  # as the harness does once a run ends
     verdict = judge(run)
     assert verdict["dual_write"].unknown is None
     assert verdict["dual_write"].checked["transactions"] >= 8
