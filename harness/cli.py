@@ -72,8 +72,9 @@ def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> 
     ctx.exit()
 
 
-@click.group(name="txnchaos", cls=Cli, context_settings={"help_option_names": ["-h", "--help"]})
-@click.option(
+#: ``--version`` of a ``txnchaos`` command group (this one and jobs/cli.py's, which adds the
+#: commands that run and judge to these)
+version_option = click.option(
     "--version",
     is_flag=True,
     expose_value=False,
@@ -81,6 +82,10 @@ def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> 
     callback=_print_version,
     help="Show the version (and the client libraries') and exit.",
 )
+
+
+@click.group(name="txnchaos", cls=Cli, context_settings={"help_option_names": ["-h", "--help"]})
+@version_option
 def main() -> None:
     """txnchaos: chaos testing for transactional (exactly-once) Kafka messaging.
 

@@ -14,6 +14,7 @@ from typing import Any
 import click
 
 from ..harness.cli import main as harness_commands
+from ..harness.cli import version_option
 from ..harness.cli_input import Cli, InputError
 from ..harness.launch.errors import LaunchError
 from ..harness.run.cli import RUN_PARAMETERS, run_options
@@ -26,24 +27,8 @@ from .shrink import shrink_command
 DIRECTORY = click.Path(file_okay=False, path_type=Path)
 
 
-def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
-    if not value or ctx.resilient_parsing:
-        return
-    from ..harness.version import version_text
-
-    click.echo(version_text())
-    ctx.exit()
-
-
 @click.group(name="txnchaos", cls=Cli, context_settings={"help_option_names": ["-h", "--help"]})
-@click.option(
-    "--version",
-    is_flag=True,
-    expose_value=False,
-    is_eager=True,
-    callback=_print_version,
-    help="Show the version (and the client libraries') and exit.",
-)
+@version_option
 def main() -> None:
     """txnchaos: chaos testing for transactional (exactly-once) Kafka messaging.
 
