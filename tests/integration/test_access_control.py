@@ -30,6 +30,7 @@ from confluent_kafka.admin import (
 )
 
 from tests.harness.workload.conftest import run_workload
+from tests.harness.workload.helpers import happened
 from txnchaos.cluster.net.client import PeerUnavailable
 from txnchaos.cluster.protocol.build import make
 from txnchaos.cluster.protocol.codec import decode_response, encode_request, request_class
@@ -444,6 +445,10 @@ def test_handshake_v0_takes_bare_tokens(
         assert decode_response(3, 12, _frame(sock))[1].brokers
 
 
+def _both_producers_committed(run: Path) -> bool:
+    return happened(run, "commit", "txn-producer") and happened(run, "commit", "tv2-producer")
+
+
 def test_a_workload_and_the_harness_clients_authenticate_with_the_scenarios_keys(
     sasl_cluster: LocalCluster, tmp_path: Path
 ) -> None:
@@ -462,7 +467,7 @@ def test_a_workload_and_the_harness_clients_authenticate_with_the_scenarios_keys
         ],
     }
     run = tmp_path / "run"
-    stats = run_workload(config, run, bootstrap, 2)
+    stats = run_workload(config, run, bootstrap, 2, timeout_s=240, until=_both_producers_committed)
     by_name = stats["by_name"]  # (sends purged by the workload's aborts count as failures)
     for kind in ("txn", "tv2"):
         assert by_name[f"{kind}/init"]["failures"] == by_name[f"{kind}/commit"]["failures"] == 0

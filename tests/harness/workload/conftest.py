@@ -8,10 +8,12 @@ subprocess and inspect the run directory it leaves behind.
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
+import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -68,17 +70,64 @@ def run_workload(
     duration_s: float,
     *extra: str,
     timeout_s: float = 120.0,
+    until: Callable[[Path], bool] | None = None,
 ) -> dict[str, Any]:
-    """Run the locust runner CLI in a subprocess; returns its final statistics."""
+    """Run the locust runner CLI in a subprocess; returns its final statistics.
+
+    Without ``until`` the run lasts ``duration_s``. With it, the run lasts at least
+    ``duration_s`` and then until ``until(run_dir)`` holds (or ``timeout_s`` passes, which fails
+    the test): a test that needs some operations to have happened waits for them instead of
+    hoping a fixed duration is long enough on a busy machine. The runner is then stopped as
+    the harness stops it (SIGTERM: a clean stop with its final statistics)."""
     run_dir.mkdir(parents=True, exist_ok=True)
     cfg = run_dir.parent / f"{run_dir.name}-workload.json"
     cfg.write_text(json.dumps(config))
-    proc = subprocess.run(
-        runner_cmd(cfg, bootstrap, run_dir, "--duration", str(duration_s), "--seed", "7", *extra),
-        capture_output=True,
-        text=True,
-        timeout=timeout_s,
-    )
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    out = proc.stdout
+    if until is None:
+        proc = subprocess.run(
+            runner_cmd(cfg, bootstrap, run_dir, *_timing(duration_s), *extra),
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+        )
+        assert proc.returncode == 0, proc.stderr[-4000:]
+        out = proc.stdout
+        return json.loads(out[out.index("{") :])
+    return _run_until(cfg, run_dir, bootstrap, duration_s, extra, timeout_s, until)
+
+
+def _timing(duration_s: float) -> tuple[str, ...]:
+    return ("--duration", str(duration_s), "--seed", "7")
+
+
+def _run_until(
+    cfg: Path,
+    run_dir: Path,
+    bootstrap: str,
+    duration_s: float,
+    extra: tuple[str, ...],
+    timeout_s: float,
+    until: Callable[[Path], bool],
+) -> dict[str, Any]:
+    err_path = run_dir.parent / f"{run_dir.name}-runner.log"
+    started = time.monotonic()
+    with err_path.open("w") as err:
+        proc = subprocess.Popen(
+            # the duration is only a backstop: the test stops the run
+            runner_cmd(cfg, bootstrap, run_dir, *_timing(timeout_s + 60), *extra),
+            stdout=subprocess.PIPE,
+            stderr=err,
+            text=True,
+        )
+    try:
+        while time.monotonic() - started < duration_s or not until(run_dir):
+            assert proc.poll() is None, f"the runner ended early: {err_path.read_text()[-4000:]}"
+            assert time.monotonic() - started < timeout_s, (
+                f"the workload's awaited operations did not happen within {timeout_s:.0f} s"
+            )
+            time.sleep(0.2)
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)  # the runner's clean stop
+        out, _ = proc.communicate(timeout=180)
+    assert proc.returncode == 0, err_path.read_text()[-4000:]
     return json.loads(out[out.index("{") :])

@@ -32,3 +32,22 @@ def compacted(run_dir: Path) -> list[dict[str, Any]]:
 
 def summary(rows: list[dict[str, Any]]) -> Counter[tuple[str, str, str]]:
     return Counter((r["process"].rsplit("-", 1)[0], r["type"], r["outcome"]) for r in rows)
+
+
+def ops_so_far(run_dir: Path) -> list[dict[str, Any]]:
+    """The history lines a live run has written so far (a line still being written, with no
+    newline yet, is left for the next look)."""
+    out = []
+    for f in sorted((run_dir / "history").glob("*.jsonl")):
+        text = f.read_text()
+        out.extend(json.loads(line) for line in text[: text.rfind("\n") + 1].splitlines())
+    return out
+
+
+def happened(run_dir: Path, type_: str, prefix: str = "", outcome: str = "ok") -> bool:
+    """Whether a live run has recorded an operation of ``type_`` with ``outcome`` by a process
+    whose name starts with ``prefix``."""
+    return any(
+        r["type"] == type_ and r.get("outcome") == outcome and r["process"].startswith(prefix)
+        for r in ops_so_far(run_dir)
+    )

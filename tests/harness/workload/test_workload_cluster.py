@@ -17,7 +17,7 @@ from txnchaos.harness.workload.final_read import final_read
 from txnchaos.rundir.schema import decode_value
 
 from .conftest import run_workload
-from .helpers import compacted, jsonl_lines
+from .helpers import compacted, happened, jsonl_lines, ops_so_far
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
@@ -41,6 +41,25 @@ def rows_of(rows: list[dict[str, Any]], type_: str, prefix: str = "") -> list[di
     return [r for r in rows if r["type"] == type_ and r["process"].startswith(prefix)]
 
 
+def _idempotent_ops_seen(run: Path) -> bool:
+    """What the idempotent test reads back has happened: both consumers polled records and the
+    subscribed one committed offsets."""
+    ops = ops_so_far(run)
+    polled = {r["process"] for r in ops if r["type"] == "poll" and r.get("items")}
+    return {"sub-0", "asg-0"} <= polled and any(
+        r["type"] == "commit_offsets" and r["process"] == "sub-0" for r in ops
+    )
+
+
+def _transactional_ops_seen(run: Path) -> bool:
+    """Both outcomes of the producers' transactions and the copier's offsets have happened."""
+    return (
+        happened(run, "commit", "txn-producer")
+        and happened(run, "abort", "txn-producer")
+        and happened(run, "send_offsets", "copier")
+    )
+
+
 def test_idempotent_producer_and_consumers(wl_bootstrap: str, tmp_path: Path, uniq: str) -> None:
     topic = f"idem-{uniq}"
     config = {
@@ -58,7 +77,7 @@ def test_idempotent_producer_and_consumers(wl_bootstrap: str, tmp_path: Path, un
         ],
     }
     run = tmp_path / "run"
-    stats = run_workload(config, run, wl_bootstrap, 4)
+    stats = run_workload(config, run, wl_bootstrap, 4, until=_idempotent_ops_seen)
     assert stats["requests"] > 0 and stats["failures"] == 0, stats
     assert {"idempotent/send", "consumer/poll"} <= set(stats["by_name"])
 
@@ -128,7 +147,7 @@ def test_transactional_producer_copier_and_consumer(
         ],
     }
     run = tmp_path / "run"
-    stats = run_workload(config, run, wl_bootstrap, 6)
+    stats = run_workload(config, run, wl_bootstrap, 6, timeout_s=240, until=_transactional_ops_seen)
     assert {"txn/commit", "txn/send"} <= set(stats["by_name"]), stats
 
     result = final_read(wl_bootstrap, {src: 3, dst: 2}, run, timeout_s=60)
