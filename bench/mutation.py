@@ -57,7 +57,7 @@ class Cell:
     mutant: str
     scenario: str
     seed: int
-    result: str  # detected | missed | harness error | valid | FALSE POSITIVE
+    result: str  # detected | missed | client crash | harness error | valid | FALSE POSITIVE
     checkers: list[str]
     kinds: list[str]
     exit_code: int
@@ -129,6 +129,16 @@ def judged(run_dir: Path) -> tuple[list[str], list[str]]:
     return checkers, kinds
 
 
+def client_crashed(run_dir: Path) -> bool:
+    """Whether the verdict records a workload client's crash (a finding, such as librdkafka's
+    assertion under the network mix: the run exits 1 with every checker valid)."""
+    try:
+        verdict = json.loads((run_dir / "verdict.json").read_text())
+    except (OSError, ValueError):
+        return False
+    return any(f.get("kind") == "client_crash" for f in verdict.get("findings") or [])
+
+
 def run_cell(mutant: str, tree: Path, scenario: Path, seed: int, out: Path, engine: str) -> Cell:
     run_dir = out / "runs" / mutant / f"{scenario.stem}-seed{seed}"
     if run_dir.exists():
@@ -171,6 +181,8 @@ def run_cell(mutant: str, tree: Path, scenario: Path, seed: int, out: Path, engi
         result = "FALSE POSITIVE" if mutant == BASELINE else "detected"
     elif code == 0:
         result = "valid" if mutant == BASELINE else "missed"
+    elif code == 1 and client_crashed(run_dir):
+        result = "client crash"  # judged valid; a client library's bug is not the cluster's
     else:
         result = "harness error"
     return Cell(
@@ -227,6 +239,7 @@ def score(mutants: list[Mutant], cells: dict[Any, Cell]) -> dict[str, Any]:
         "baseline_runs": len(base),
         "false_positives": sum(c.result == "FALSE POSITIVE" for c in base),
         "baseline_harness_errors": sum(c.result == "harness error" for c in base),
+        "baseline_client_crashes": sum(c.result == "client crash" for c in base),
         "max_wall_s": max((c.wall_s for c in cells.values()), default=0),
     }
 
@@ -365,7 +378,8 @@ def main(argv: list[str] | None = None) -> int:
     if base_seeds:
         lines.append(
             f"Unmutated runs: {summary['baseline_runs']}, false positives "
-            f"{summary['false_positives']}, harness errors {summary['baseline_harness_errors']}"
+            f"{summary['false_positives']}, harness errors {summary['baseline_harness_errors']}, "
+            f"client crashes (findings, judged valid) {summary['baseline_client_crashes']}"
         )
     lines.append(f"Longest run: {summary['max_wall_s']} s")
     text = "\n".join(lines)

@@ -117,3 +117,17 @@ def test_the_nodes_run_the_mutant_and_the_harness_detects_it(tmp_path: Path) -> 
     assert "aborted_read" in cell["checkers"]
     tree = out / "trees" / "canary-fetch-ignores-aborted-index" / "txnchaos" / "cluster"
     assert "if False:" in (tree / "broker" / "partition.py").read_text()
+
+
+def test_a_client_crash_is_counted_apart_from_harness_errors(tmp_path: Path) -> None:
+    """A run that exits 1 with every checker valid and a client_crash finding (librdkafka's
+    assertion under the network mix) is a client crash, neither a detection nor a harness
+    error; without the finding it stays a harness error."""
+    mutation = _bench_module("mutation")
+    crashed = {"status": "valid", "checkers": {}, "findings": [{"kind": "client_crash"}]}
+    (tmp_path / "verdict.json").write_text(json.dumps(crashed))
+    assert mutation.client_crashed(tmp_path)
+    (tmp_path / "verdict.json").write_text(json.dumps({**crashed, "findings": []}))
+    assert not mutation.client_crashed(tmp_path)
+    (tmp_path / "verdict.json").write_text("{not json")
+    assert not mutation.client_crashed(tmp_path)
