@@ -40,8 +40,10 @@ def test_the_crash_message_is_the_assertion_line() -> None:
     assert signal_name(-6) == "SIGABRT" and signal_name(0) is None
 
 
-def _child_pid(process: str, timeout_s: float = 60.0) -> int:
-    """The pid of the isolated child running ``process`` (its command line names it)."""
+def _child_pid(run: Path, process: str, timeout_s: float = 240.0) -> int:
+    """The pid of the isolated child running ``process`` for the run in ``run`` (its command
+    line names both: another run on the machine, a nightly mix or another test, may have a
+    ``writer-0`` of its own)."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         for entry in Path("/proc").iterdir():
@@ -51,7 +53,11 @@ def _child_pid(process: str, timeout_s: float = 60.0) -> int:
                 argv = (entry / "cmdline").read_bytes().split(b"\0")
             except OSError:
                 continue
-            if b"txnchaos.harness.workload.isolated_child" in argv and process.encode() in argv:
+            if (
+                b"txnchaos.harness.workload.isolated_child" in argv
+                and process.encode() in argv
+                and str(run).encode() in argv
+            ):
                 return int(entry.name)
         time.sleep(0.1)
     raise AssertionError(f"no isolated child for {process}")
@@ -108,7 +114,7 @@ def test_a_client_process_that_aborts_is_a_crash_and_its_user_restarts(
             text=True,
         )
     try:
-        victim = _child_pid("writer-0")
+        victim = _child_pid(run, "writer-0")
         for writer in ("writer-0", "writer-1"):
             _wait(f"{writer}'s first commits", lambda w=writer: len(_commits(run, w)) >= 3)
         crashed_at = time.time_ns()

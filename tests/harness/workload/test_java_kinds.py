@@ -89,17 +89,21 @@ def test_the_release_a_user_runs(tmp_path: Path) -> None:
 
 
 def jvms_of(user: str) -> list[int]:
-    """Pids of the JVMs that run ``user``'s clients (their command line names it)."""
+    """Pids of the JVMs that run ``user``'s clients (their command line names it) and that this
+    test process started (they inherit its pytest-xdist worker name): another worker's test,
+    or a run beside the suite, may have a user of the same name."""
     mark = f"-D{USER_PROPERTY}={user}".encode()
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
     pids = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
             args = (entry / "cmdline").read_bytes().split(b"\0")
+            environ = (entry / "environ").read_bytes().split(b"\0") if worker else []
         except OSError:
             continue
-        if mark in args:
+        if mark in args and (not worker or f"PYTEST_XDIST_WORKER={worker}".encode() in environ):
             pids.append(int(entry.name))
     return pids
 
