@@ -69,7 +69,9 @@ class ProducerConfig:
     #: producer id and epoch (KIP-360, as a producer recovering from that many errors):
     #: each bumps the epoch by one, a retry does not bump twice (the coordinator gives a new
     #: producer id once the epoch is exhausted, 32,766). A run thus reaches the epochs a
-    #: long-lived producer reaches (under TV2 every transaction bumps the epoch).
+    #: long-lived producer reaches (under TV2 every transaction bumps the epoch). The calls
+    #: are pipelined (``producer.REINITIALIZATIONS_IN_FLIGHT`` at a time), each naming the
+    #: epoch the ones before it leave.
     reinitializations: int = 0
     #: librdkafka's ``security.protocol``: PLAINTEXT, or SASL_PLAINTEXT with the
     #: ``sasl_*`` settings (mechanism PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512).

@@ -53,10 +53,23 @@ from .metadata import KEY_TRANSACTION, ClusterView
 from .producer_state import ProducerIdAndEpoch, ProducerState
 from .sender import Batch, RecordMetadata, Sender
 from .two_phase import PreparedTxnState
-from .txn_manager import TxnRequests
+from .txn_manager import InitAnswer, TxnRequests
 from .txn_state import TxnState, TxnStateMachine
 
 T = TypeVar("T")
+
+#: How many of ``reinitializations``' InitProducerId calls are in flight at once on the
+#: coordinator's connection. Apache Kafka reads a connection's next request only once it
+#: has answered the one before (it mutes the channel), and so does our cluster, so they are
+#: applied one by one in order; pipelined, the coordinator applies them back to back instead
+#: of waiting a client round trip for each. Measured on Apache Kafka 4.0.0 through the
+#: fault proxy, 2,000-4,000 calls at load 25-29 on 2 cores: one at a time 9-16 ms a call
+#: (every call wakes the client, the proxy and two broker threads, each waiting its turn on
+#: a loaded CPU), 16 in flight 2.7 ms, 64: 1.4 ms, 256: 0.57 ms, 1,024: 0.57 ms.
+REINITIALIZATIONS_IN_FLIGHT = 256
+#: The last epoch a coordinator bumps to; InitProducerId at it gives a new producer id
+#: (Kafka's ``isProducerEpochExhausted``: Short.MAX_VALUE - 1).
+LAST_EPOCH = 32_766
 
 
 @dataclass
@@ -190,13 +203,8 @@ class Producer:
             self.txn.init_producer_id(deadline, bump=False, keep_prepared_txn=keep_prepared_txn)
         )
         self.state.set_id(answer.producer_id, answer.epoch)
-        for _ in range(self.config.reinitializations):
-            # KIP-360's form (the current id and epoch): a retried call whose first attempt
-            # went through returns the same epoch instead of bumping twice (each call its
-            # own timeout)
-            again = time.monotonic() + timeout_s
-            answer = await self._guard(self.txn.init_producer_id(again, bump=True))
-            self.state.set_id(answer.producer_id, answer.epoch)
+        if self.config.reinitializations:
+            answer = await self._reinitialize(self.config.reinitializations, timeout_s)
         ongoing = PreparedTxnState()
         if answer.ongoing_producer_id >= 0 and answer.ongoing_epoch >= 0:
             ongoing = PreparedTxnState(answer.ongoing_producer_id, answer.ongoing_epoch)
@@ -208,6 +216,49 @@ class Producer:
         else:
             self.sm.transition(TxnState.READY)
         self.sender.start()
+
+    async def _reinitialize(self, count: int, timeout_s: float) -> InitAnswer:
+        """``count`` more InitProducerId calls, each bumping the epoch by one, pipelined
+        (``REINITIALIZATIONS_IN_FLIGHT`` at a time on the coordinator's connection). Each
+        names the id and epoch the calls before it leave (KIP-360's form): a retried call
+        whose first attempt went through returns the same epoch instead of bumping twice,
+        and a call behind one that failed is refused (fenced) rather than applied out of
+        order; what a window applied in order counts, and the rest is sent again. A window
+        whose first call fails is sent once more alone, and that call's error is the
+        producer's (each call has its own timeout)."""
+        answer = InitAnswer(self.state.current.producer_id, self.state.current.epoch)
+        left = count
+        while left:
+            start = self.state.current
+            # an expected epoch past the last usable one cannot be encoded (int16): the
+            # window stops at the call the coordinator answers with a new producer id
+            width = min(REINITIALIZATIONS_IN_FLIGHT, left, max(1, LAST_EPOCH + 1 - start.epoch))
+            deadline = time.monotonic() + timeout_s
+            results = await asyncio.gather(
+                *(
+                    self.txn.init_producer_id(
+                        deadline, bump=True, expected=(start.producer_id, start.epoch + k)
+                    )
+                    for k in range(width)
+                ),
+                return_exceptions=True,
+            )
+            applied = 0
+            for k, result in enumerate(results):
+                if isinstance(result, BaseException):
+                    break
+                answer = result
+                applied += 1
+                self.state.set_id(result.producer_id, result.epoch)
+                if (result.producer_id, result.epoch) != (start.producer_id, start.epoch + k + 1):
+                    break  # a new producer id (the epoch ran out): the rest named the old one
+            if not applied:
+                again = time.monotonic() + timeout_s
+                answer = await self._guard(self.txn.init_producer_id(again, bump=True))
+                self.state.set_id(answer.producer_id, answer.epoch)
+                applied = 1
+            left -= applied
+        return answer
 
     @property
     def ongoing_prepared_state(self) -> PreparedTxnState:

@@ -154,14 +154,24 @@ class TxnRequests:
     # -- InitProducerId -----------------------------------------------------------------------
 
     async def init_producer_id(
-        self, deadline: float, *, bump: bool, keep_prepared_txn: bool = False
+        self,
+        deadline: float,
+        *,
+        bump: bool,
+        keep_prepared_txn: bool = False,
+        expected: tuple[int, int] | None = None,
     ) -> InitAnswer:
         """A producer id and epoch. ``bump`` (KIP-360) sends the current ones (v3+), which the
         coordinator accepts only if they are still current: a fenced producer gets
-        INVALID_PRODUCER_EPOCH (fatal). KIP-939 (v6): Enable2Pc from the config, and
+        INVALID_PRODUCER_EPOCH (fatal). ``expected`` (with ``bump``): send this producer id
+        and epoch instead of the current ones (a call pipelined behind others, naming the
+        epoch they will have left). KIP-939 (v6): Enable2Pc from the config, and
         ``keep_prepared_txn`` asks the coordinator to keep an open transaction (the answer
         then names it)."""
         current = self.state.current
+        expected_id, expected_epoch = (
+            (current.producer_id, current.epoch) if expected is None else expected
+        )
         two_pc = self.config.enable_two_phase_commit
 
         def body(conn: NodeConnection) -> tuple[dict[str, Any], int | None]:
@@ -174,8 +184,8 @@ class TxnRequests:
             if bump:
                 if conn.version(API_INIT_PRODUCER_ID) < 3:
                     raise UnsupportedError("InitProducerId < v3 cannot bump an epoch")
-                fields["producer_id"] = current.producer_id
-                fields["producer_epoch"] = current.epoch
+                fields["producer_id"] = expected_id
+                fields["producer_epoch"] = expected_epoch
             if two_pc or keep_prepared_txn:
                 if conn.version(API_INIT_PRODUCER_ID) < 6:
                     raise UnsupportedError(

@@ -66,7 +66,7 @@ class Tv2ProducerSpec(TransactionalProducerSpec):
         le=32_767,
         description="InitProducerId this many times more at init, as that many restarts "
         "would: each bumps the epoch by one (32,766 reach the last usable epoch, as 32,766 "
-        "transactions do under TV2)",
+        "transactions do under TV2); sent 256 at a time on the coordinator's connection",
     )
 
     def problem_in(self, config: WorkloadConfig) -> str | None:
