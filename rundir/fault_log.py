@@ -45,7 +45,9 @@ FAULT_LOG_NAME = "faults.jsonl"
 #: the kinds logged one line per frame they touched (the proxy's frame rules); every other
 #: kind is one line per fault (a link shaped, a node killed, a client crashed). The proxy's
 #: rule registry derives the same set (tests/harness/faults/proxy/test_rule_kinds.py).
-FRAME_KINDS = frozenset({"delay", "drop_request", "drop_response", "reorder", "duplicate"})
+FRAME_KINDS = frozenset(
+    {"delay", "drop_request", "drop_response", "reorder", "duplicate", "strip_partition"}
+)
 
 
 class FaultLog:

@@ -744,6 +744,40 @@ class Synth:
         self._new_read("x-probe-reader-a", [dict(item)], at + 2 * MS)
         return value
 
+    def inject_never_written_read(self) -> str:
+        """Two readers get a record nobody sent (a torn batch recovery kept) past the end of a
+        partition's log."""
+        w, j = self.committed_txns()[-1]
+        topic, part, _ = self._locate(self.txns[(w, j)]["values"][0])
+        value = "torn|batch|kept|0"
+        item = {"topic": topic, "partition": part, "offset": len(self.logs[(topic, part)]) + 500}
+        at = self.txns[(w, j)]["commit_op"]["complete_ns"]
+        self._new_read("x-phantom-b", [{**item, "value": value}], at + 3 * MS)
+        self._new_read("x-phantom-a", [{**item, "value": value}], at + 2 * MS)
+        return value
+
+    def inject_wrong_partition_read(self) -> str:
+        """A committed record read again in a topic it was never sent to (records moved
+        between partitions)."""
+        w, j = self.committed_txns()[0]
+        v = self.txns[(w, j)]["values"][0]
+        at = self.txns[(w, j)]["commit_op"]["complete_ns"]
+        item = {"topic": "x-elsewhere", "partition": 0, "offset": 7, "value": v}
+        self._new_read("x-phantom-c", [item], at + MS)
+        return v
+
+    def inject_wrong_key_read(self) -> str:
+        """A committed record read at its place with a key its send did not carry."""
+        w, j = self.committed_txns()[-1]
+        send = self._sends_of(w, j)[0]
+        send["items"][0]["key"] = "sent-key"
+        v = send["items"][0]["value"]
+        topic, part, off = self._locate(v)
+        at = self.txns[(w, j)]["commit_op"]["complete_ns"]
+        item = {"topic": topic, "partition": part, "offset": off, "value": v, "key": "other-key"}
+        self._new_read("x-phantom-d", [item], at + MS)
+        return v
+
     def inject_committed_offset_lost(self) -> str:
         """The cluster ends with a copier group's offset one below what its last committed
         transaction sent (a committed offset lost)."""

@@ -30,6 +30,7 @@ from . import (
     precommitted_read,
     refused_request,
     torn_transaction,
+    unwritten_read,
 )
 
 
@@ -52,6 +53,7 @@ RULES: tuple[Rule, ...] = (
     lost_write,
     duplicate,
     inconsistent_offsets,
+    unwritten_read,
     ordering,
     torn_transaction,
     consume_transform_produce,

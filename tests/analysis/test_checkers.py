@@ -27,6 +27,7 @@ ALL_CHECKERS = {
     "lost_write",
     "duplicate",
     "inconsistent_offsets",
+    "unwritten_read",
     "ordering",
     "torn_transaction",
     "consume_transform_produce",
@@ -65,6 +66,10 @@ CASES: list[tuple[Callable[[Synth], str], str, dict[str, int]]] = [
     (Synth.inject_duplicate_offset, "duplicate", {"multiple_offsets": 1, "redelivered": 1}),
     (Synth.inject_duplicate_redelivery, "duplicate", {"redelivered": 1}),
     (Synth.inject_inconsistent_offset, "inconsistent_offsets", {"inconsistent_offset": 1}),
+    # read by two readers: one row per value and kind
+    (Synth.inject_never_written_read, "unwritten_read", {"never_written": 1}),
+    (Synth.inject_wrong_partition_read, "unwritten_read", {"wrong_partition": 1}),
+    (Synth.inject_wrong_key_read, "unwritten_read", {"wrong_key": 1}),
     (Synth.inject_nonmonotonic_poll, "ordering", {"non_monotonic": 1}),
     (Synth.inject_skipped_offset, "ordering", {"skipped": 1}),
     (Synth.inject_producer_reorder, "ordering", {"producer_order": 1}),

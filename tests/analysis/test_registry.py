@@ -46,6 +46,7 @@ def test_the_schedule_groups_checkers_by_the_shuffles_they_read() -> None:
         "inconsistent_offsets",
         "indeterminate_commit",
         "refused_request",
+        "unwritten_read",
     }
     assert s.by_value and s.by_stream
 

@@ -24,6 +24,7 @@ from .pause import PauseFault
 from .reorder import ReorderFault
 from .reset import ResetFault
 from .restart import RestartFault
+from .strip_partition import StripPartitionFault
 from .throttle import ThrottleFault
 from .torn_write import TornWriteFault
 from .zombie_producer import ZombieProducerFault
@@ -35,6 +36,7 @@ _KINDS: tuple[Fault, ...] = (
     DropResponseFault(),
     ReorderFault(),
     DuplicateFault(),
+    StripPartitionFault(),
     BlackholeFault(),
     ResetFault(),
     ThrottleFault(),

@@ -5,7 +5,7 @@ the registry.
 Every rule has a ``kind`` (the discriminator) and selects links by name or glob
 (``link``, one pattern or a list), a ``direction`` and an optional time ``window``.
 Frame rules (``delay``, ``drop_request``, ``drop_response``, ``reorder``,
-``duplicate``) can further select frames by API (``api``: names or numbers),
+``duplicate``, ``strip_partition``) can further select frames by API (``api``: names or numbers),
 ``transactional_id`` (glob), ``producer_id``, and apply only to the ``nth`` match
 and/or with a ``probability``. Link rules (``blackhole``, ``reset``, ``throttle``)
 apply to every byte of the link while active.
@@ -53,6 +53,7 @@ from .runtime import (
     compute_policy,
     rule_rng,
 )
+from .strip_partition import StripPartitionRule
 from .throttle import ThrottleRule
 
 RULE_TYPES: tuple[type[RuleBase], ...] = (
@@ -61,6 +62,7 @@ RULE_TYPES: tuple[type[RuleBase], ...] = (
     DropResponseRule,
     ReorderRule,
     DuplicateRule,
+    StripPartitionRule,
     BlackholeRule,
     ResetRule,
     ThrottleRule,
@@ -120,6 +122,7 @@ __all__ = [
     "Rule",
     "RuleBase",
     "RuleState",
+    "StripPartitionRule",
     "ThrottleRule",
     "TokenBucket",
     "Window",
