@@ -116,7 +116,8 @@ def copy(
         try:
             for m in msgs:
                 producer.produce(out_topic, b"out:" + m.value(), partition=m.partition())
-            producer.flush(60)
+            while producer.flush(60):  # INTXN promises every record delivered
+                pass
             print(f"INTXN {commits + 1}", flush=True)
             positions = consumer.position(consumer.assignment())
             producer.send_offsets_to_transaction(positions, consumer.consumer_group_metadata(), 60)
