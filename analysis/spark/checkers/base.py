@@ -25,6 +25,9 @@ from pyspark.sql import functions as F
 ANOMALY_COLUMNS = ("checker", "kind", "time_ns", "weight", "evidence")
 #: placeholder of an evidence field that :class:`Refine` fills in (keeps the field's position)
 LATER = "(filled in for examples)"
+#: the history columns that name one record of one operation in evidence (which process and
+#: operation, which of its items, and where it went)
+OP_ITEM = ("process", "op_id", "item", "type", "topic", "partition")
 Place = tuple[str, int, int]  #: (topic, partition, offset)
 
 

@@ -9,7 +9,7 @@ from pyspark.sql import functions as F
 
 from ....rundir.schema import EventType, Outcome
 from ...rules import refused_request
-from .base import CheckOutput, anomalies
+from .base import OP_ITEM, CheckOutput, anomalies
 from .context import CheckContext
 from .protocol import Reads
 
@@ -65,16 +65,7 @@ def check(ctx: CheckContext) -> CheckOutput:
         & F.col("value").isNotNull()
     ).select(
         F.col("value").alias("p_value"),
-        F.struct(
-            F.col("invoke_ns").alias("t"),
-            F.col("process"),
-            F.col("op_id"),
-            F.col("item"),
-            F.col("type"),
-            F.col("topic"),
-            F.col("partition"),
-            F.col("offset"),
-        ).alias("r"),
+        F.struct(F.col("invoke_ns").alias("t"), *OP_ITEM, "offset").alias("r"),
     )
     seen = (
         probes.filter(F.col("p_value").isNotNull())

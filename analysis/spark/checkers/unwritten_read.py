@@ -10,7 +10,7 @@ from pyspark.sql import functions as F
 
 from ....rundir.schema import EventType
 from ...rules import unwritten_read
-from .base import CheckOutput, anomalies
+from .base import OP_ITEM, CheckOutput, anomalies
 from .context import CheckContext
 from .protocol import Reads
 
@@ -50,25 +50,9 @@ def check(ctx: CheckContext) -> CheckOutput:
     h = ctx.data.history.filter(F.col("value").isNotNull() & F.col("type").isin(_WRITES + _READS))
     is_w = F.col("type").isin(_WRITES)
     write = F.struct(
-        F.col("process"),
-        F.col("op_id"),
-        F.col("item"),
-        F.col("type"),
-        F.col("topic"),
-        F.col("partition"),
-        F.when(F.col("type") != EventType.PROBE.value, F.col("key")).alias("key"),
+        *OP_ITEM, F.when(F.col("type") != EventType.PROBE.value, F.col("key")).alias("key")
     )
-    read = F.struct(
-        F.coalesce("complete_ns", "invoke_ns").alias("t"),
-        F.col("process"),
-        F.col("op_id"),
-        F.col("item"),
-        F.col("type"),
-        F.col("topic"),
-        F.col("partition"),
-        F.col("offset"),
-        F.col("key"),
-    )
+    read = F.struct(F.coalesce("complete_ns", "invoke_ns").alias("t"), *OP_ITEM, "offset", "key")
     by_value = h.groupBy("value").agg(
         F.collect_list(F.when(is_w, write)).alias("w"),
         F.collect_list(F.when(~is_w, read)).alias("r"),
