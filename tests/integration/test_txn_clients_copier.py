@@ -71,12 +71,14 @@ def test_copier_restart_is_exactly_once(cluster: LocalCluster) -> None:
 
     # Kill one copier while its transaction holds flushed output, the next after it
     # has also sent its offsets (pending in the group coordinator); a third finishes.
+    # Each holds at that point until killed: a copier that went on would commit before
+    # a slow test read the line, and there would be nothing open left to kill.
     seen_before = 0
     for kill_at in ("INTXN", "OFFSETS"):
-        copier = Helper(*args)
+        copier = Helper(*args, f"{kill_at}@6")
         try:
             copier.wait_for_line("COMMITTED 5", timeout=120)
-            copier.wait_for_line(kill_at)
+            copier.wait_for_line(f"{kill_at} 6")
             copier.kill9()
         finally:
             copier.close()

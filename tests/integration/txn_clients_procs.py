@@ -5,13 +5,16 @@ can SIGKILL it at a chosen point (``txn_clients_support.Helper``).
     init_transactions, begin, produce COUNT records (values PREFIX-i) round-robin over
     the comma-separated PARTITIONS, flush, print ``READY``, then block forever.
 
-``copy BOOTSTRAP TXN_ID GROUP IN_TOPIC OUT_TOPIC BATCH PAUSE_S``
+``copy BOOTSTRAP TXN_ID GROUP IN_TOPIC OUT_TOPIC BATCH PAUSE_S [HOLD]``
     Consume-transform-produce: every input record becomes ``out:<value>`` on the same
     partition of OUT_TOPIC, committed together with the input offsets
     (send_offsets_to_transaction). Prints ``INTXN <n>`` once a transaction's records
     are flushed, ``OFFSETS <n>`` once its offsets are sent (both before its commit),
     ``COMMITTED <n>`` after the n-th commit, and
     ``DONE`` when the group's committed offsets reach the end of the input.
+    ``HOLD`` (``INTXN@n`` or ``OFFSETS@n``) stops the copier right after it prints
+    that line for transaction n, until it is killed: a test that kills it there knows
+    the transaction is still open, however slowly it reads the line.
 """
 
 from __future__ import annotations
@@ -73,6 +76,15 @@ def _rewind(consumer: Consumer) -> None:
         consumer.seek(TopicPartition(tp.topic, tp.partition, offset))
 
 
+def _say(line: str, hold: str) -> None:
+    """Print ``line``; if it is the held stage (``INTXN 6`` for ``INTXN@6``), block
+    until killed (or stdin closes, which ends the process with an error)."""
+    print(line, flush=True)
+    if hold and line == hold.replace("@", " "):
+        sys.stdin.read()
+        raise SystemExit(f"held at {line!r} and was not killed")
+
+
 def copy(
     bootstrap: str,
     txn_id: str,
@@ -81,6 +93,7 @@ def copy(
     out_topic: str,
     batch: str,
     pause_s: str,
+    hold: str = "",
 ) -> None:
     consumer = Consumer(
         {
@@ -118,10 +131,10 @@ def copy(
                 producer.produce(out_topic, b"out:" + m.value(), partition=m.partition())
             while producer.flush(60):  # INTXN promises every record delivered
                 pass
-            print(f"INTXN {commits + 1}", flush=True)
+            _say(f"INTXN {commits + 1}", hold)
             positions = consumer.position(consumer.assignment())
             producer.send_offsets_to_transaction(positions, consumer.consumer_group_metadata(), 60)
-            print(f"OFFSETS {commits + 1}", flush=True)
+            _say(f"OFFSETS {commits + 1}", hold)
             producer.commit_transaction(60)
         except KafkaException as exc:
             if not exc.args[0].txn_requires_abort():
