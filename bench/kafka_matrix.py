@@ -70,31 +70,86 @@ def checker_summary(run_dir: Path) -> tuple[str, dict[str, int], str | None]:
 
 
 KAFKA_20734 = "Couldn't find leader endpoint for partitions"
+# checkers whose examples name the transaction (writer, txn) an anomaly belongs to
+TRANSACTION_CHECKERS = ("indeterminate_commit", "aborted_read")
+
+
+def skipped_markers(run_dir: Path) -> set[tuple[str, str]]:
+    """(transactional id, topic-partition) of every marker a coordinator skipped because the
+    partition had no leader endpoint (KAFKA-20734's log line)."""
+    skipped = set()
+    for log in sorted((run_dir / "cluster").glob("node-*/node.log")):
+        for line in log.read_text(errors="replace").splitlines():
+            if KAFKA_20734 not in line:
+                continue
+            inside, _, rest = line.split("Set(", 1)[-1].partition(")")
+            tid = rest.split("transaction markers for ", 1)[-1].split(",", 1)[0].strip()
+            skipped |= {(tid, p.strip()) for p in inside.split(",")}
+    return skipped
+
+
+def _transaction_partitions(run_dir: Path, writer: str, txn: int) -> set[tuple[str, str]]:
+    """(transactional id, topic-partition) of every write ``writer`` sent in ``txn``."""
+    out = set()
+    try:
+        lines = (run_dir / "history" / f"{writer}.jsonl").read_text(errors="replace").splitlines()
+    except OSError:
+        return out
+    for line in lines:
+        try:
+            op = json.loads(line)
+        except ValueError:
+            continue
+        if op.get("type") != "send" or op.get("txn") != txn:
+            continue
+        for item in op.get("items") or []:
+            if item.get("partition") is not None:
+                tp = f"{item['topic']}-{int(item['partition'])}"
+                out.add((str(op.get("transactional_id") or writer), tp))
+    return out
 
 
 def known_cause(run_dir: Path, invalid: dict[str, int]) -> str | None:
     """A known Apache Kafka bug the run's anomalies come from, when its trace is there:
-    KAFKA-20734 (docs/findings/kafka-20734-offline-partition-markers.md) when a partition
-    the hanging-transactions checker names had its markers skipped by a coordinator."""
-    if "hanging_transactions" not in invalid:
+    KAFKA-20734 (docs/findings/kafka-20734-offline-partition-markers.md) when a coordinator
+    skipped the markers of a partition with no leader, and every partition the
+    hanging-transactions checker names is one of those, and every transaction that
+    indeterminate_commit or aborted_read names wrote to one of those partitions (its skipped
+    marker left the records open until the producer's next transaction there ended them with
+    that transaction's outcome)."""
+    explained = [
+        name for name in ("hanging_transactions", *TRANSACTION_CHECKERS) if name in invalid
+    ]
+    if not explained:
         return None
     try:
         verdict = json.loads((run_dir / "verdict.json").read_text())
     except (OSError, ValueError):
         return None
-    named = set()
-    for e in verdict["checkers"]["hanging_transactions"].get("examples") or []:
-        ev = e.get("evidence") or {}
-        where = ev.get("partition_open_transaction") or ev
-        if where.get("topic") is not None and where.get("partition") is not None:
-            named.add(f"{where['topic']}-{int(where['partition'])}")
-    skipped = set()
-    for log in sorted((run_dir / "cluster").glob("node-*/node.log")):
-        for line in log.read_text(errors="replace").splitlines():
-            if KAFKA_20734 in line:
-                inside = line.split("Set(", 1)[-1].split(")", 1)[0]
-                skipped |= {p.strip() for p in inside.split(",")}
-    return "KAFKA-20734" if named and named <= skipped else None
+    skipped = skipped_markers(run_dir)
+    if not skipped:
+        return None
+    for name in explained:
+        examples = verdict["checkers"][name].get("examples") or []
+        if not examples:
+            return None
+        for e in examples:
+            ev = e.get("evidence") or {}
+            if name == "hanging_transactions":
+                where = ev.get("partition_open_transaction") or ev
+                if where.get("topic") is None or where.get("partition") is None:
+                    return None
+                tp = f"{where['topic']}-{int(where['partition'])}"
+                if tp not in {p for _, p in skipped}:
+                    return None
+            else:
+                txn = ev.get("transaction") or {}
+                if txn.get("writer") is None or txn.get("txn") is None:
+                    return None
+                wrote = _transaction_partitions(run_dir, str(txn["writer"]), int(txn["txn"]))
+                if not wrote & skipped:
+                    return None
+    return "KAFKA-20734"
 
 
 def run_cell(

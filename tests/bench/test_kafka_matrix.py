@@ -1,0 +1,116 @@
+"""bench/kafka_matrix.py names KAFKA-20734 behind an invalid Apache Kafka run only when the
+run's anomalies lead to a partition whose markers a coordinator skipped: a hanging
+transaction there, or a transaction of an unknown or aborted outcome that wrote there (the
+skipped marker left its records open until the producer's next transaction ended them, as
+Apache Kafka 4.4.0 did in the matrix's smoke TV0 seed 1)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+
+SKIP_LINE = (
+    "2026-11-28T20:59:20.659 [kafka-1-metadata-loader-event-handler] INFO "
+    "kafka.coordinator.transaction.TransactionMarkerChannelManager - [Transaction Marker "
+    "Channel Manager 1]: Couldn't find leader endpoint for partitions Set(events-2, copies-0) "
+    "while trying to send transaction markers for writer-0, these partitions are likely "
+    "deleted already and hence can be skipped\n"
+)
+
+
+@pytest.fixture(scope="module")
+def matrix() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("kafka_matrix", BENCH / "kafka_matrix.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, str(BENCH))
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(BENCH))
+    return module
+
+
+def run_dir(tmp_path: Path, checkers: dict[str, list[dict]], partitions: list[int]) -> Path:
+    (tmp_path / "cluster" / "node-1").mkdir(parents=True)
+    (tmp_path / "cluster" / "node-1" / "node.log").write_text("a line\n" + SKIP_LINE)
+    verdict = {
+        "status": "invalid",
+        "checkers": {
+            name: {"status": "invalid", "anomaly_count": len(ex), "examples": ex}
+            for name, ex in checkers.items()
+        },
+    }
+    (tmp_path / "verdict.json").write_text(json.dumps(verdict))
+    (tmp_path / "history").mkdir()
+    sends = [
+        {
+            "process": "writer-0",
+            "type": "send",
+            "txn": 19,
+            "transactional_id": "writer-0",
+            "outcome": "ok",
+            "items": [{"topic": "events", "partition": p, "value": f"writer-0|19|{i}"}],
+        }
+        for i, p in enumerate(partitions)
+    ]
+    (tmp_path / "history" / "writer-0.jsonl").write_text(
+        "".join(json.dumps(s) + "\n" for s in sends)
+    )
+    return tmp_path
+
+
+PARTLY_VISIBLE = [
+    {"kind": "partly_visible", "evidence": {"transaction": {"writer": "writer-0", "txn": 19}}}
+]
+
+
+def test_a_partly_visible_transaction_that_wrote_a_skipped_partition_is_kafka_20734(
+    matrix: ModuleType, tmp_path: Path
+) -> None:
+    run = run_dir(tmp_path, {"indeterminate_commit": PARTLY_VISIBLE}, [2, 3])
+    assert matrix.skipped_markers(run) == {("writer-0", "events-2"), ("writer-0", "copies-0")}
+    assert matrix.known_cause(run, {"indeterminate_commit": 1}) == "KAFKA-20734"
+
+
+def test_a_transaction_that_never_wrote_a_skipped_partition_is_not_explained(
+    matrix: ModuleType, tmp_path: Path
+) -> None:
+    run = run_dir(tmp_path, {"indeterminate_commit": PARTLY_VISIBLE}, [0, 3])
+    assert matrix.known_cause(run, {"indeterminate_commit": 1}) is None
+
+
+def test_a_hanging_transaction_is_explained_only_on_a_skipped_partition(
+    matrix: ModuleType, tmp_path: Path
+) -> None:
+    on = [{"evidence": {"partition_open_transaction": {"topic": "events", "partition": 2}}}]
+    off = [{"evidence": {"partition_open_transaction": {"topic": "events", "partition": 1}}}]
+    assert (
+        matrix.known_cause(
+            run_dir(tmp_path / "a", {"hanging_transactions": on}, [2]), {"hanging_transactions": 1}
+        )
+        == "KAFKA-20734"
+    )
+    assert (
+        matrix.known_cause(
+            run_dir(tmp_path / "b", {"hanging_transactions": on + off}, [2]),
+            {"hanging_transactions": 2},
+        )
+        is None
+    )
+
+
+def test_a_run_without_skipped_markers_has_no_known_cause(
+    matrix: ModuleType, tmp_path: Path
+) -> None:
+    run = run_dir(tmp_path, {"indeterminate_commit": PARTLY_VISIBLE}, [2])
+    (run / "cluster" / "node-1" / "node.log").write_text("nothing skipped\n")
+    assert matrix.known_cause(run, {"indeterminate_commit": 1}) is None
+    assert matrix.known_cause(run, {"lost_write": 1}) is None
