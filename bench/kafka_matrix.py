@@ -77,7 +77,7 @@ TRANSACTION_CHECKERS = ("indeterminate_commit", "aborted_read")
 def skipped_markers(run_dir: Path) -> set[tuple[str, str]]:
     """(transactional id, topic-partition) of every marker a coordinator skipped because the
     partition had no leader endpoint (KAFKA-20734's log line)."""
-    skipped = set()
+    skipped: set[tuple[str, str]] = set()
     for log in sorted((run_dir / "cluster").glob("node-*/node.log")):
         for line in log.read_text(errors="replace").splitlines():
             if KAFKA_20734 not in line:
@@ -90,7 +90,7 @@ def skipped_markers(run_dir: Path) -> set[tuple[str, str]]:
 
 def _transaction_partitions(run_dir: Path, writer: str, txn: int) -> set[tuple[str, str]]:
     """(transactional id, topic-partition) of every write ``writer`` sent in ``txn``."""
-    out = set()
+    out: set[tuple[str, str]] = set()
     try:
         lines = (run_dir / "history" / f"{writer}.jsonl").read_text(errors="replace").splitlines()
     except OSError:

@@ -18,8 +18,11 @@ the way an interrupted write does:
   cut short.
 
 A correct recovery cuts every torn tail off, ignores the damaged snapshot, and serves
-exactly what was acknowledged. The layout read here is the project's own node's
-(``cluster/storage``); nodes of other launchers (Apache Kafka) are not torn.
+exactly what was acknowledged. Two layouts are read: the project's own node's
+(``cluster/storage``: ``partitions/<topic>-<n>/`` and the state logs) and an Apache Kafka
+log directory (``<topic>-<n>/`` directly in it, the coordinators' state in the
+``__transaction_state`` and ``__consumer_offsets`` partitions). Both keep a partition as
+record-batch segments with ``.txnindex`` and ``.snapshot`` files of the same formats.
 """
 
 from __future__ import annotations
@@ -115,13 +118,24 @@ def tear_state_log(path: Path) -> str | None:
     return f"{path.parent.name}/{path.name}: a frame cut short"
 
 
+def _partition_dirs(node_dir: Path) -> list[Path]:
+    """The partition directories of a node: ``partitions/*`` (the project's nodes) or, without
+    one, every ``<topic>-<n>`` directory in it (an Apache Kafka log directory)."""
+    partitions = node_dir / "partitions"
+    if partitions.is_dir():
+        return sorted(p for p in partitions.iterdir() if p.is_dir())
+    if not node_dir.is_dir():
+        return []
+    return sorted(
+        p for p in node_dir.iterdir() if p.is_dir() and p.name.rpartition("-")[2].isdigit()
+    )
+
+
 def tear_node(node_dir: Path) -> list[str]:
     """Tear every partition and state log of a stopped node's data directory."""
     done: list[str] = []
-    partitions = node_dir / "partitions"
-    if partitions.is_dir():
-        for d in sorted(p for p in partitions.iterdir() if p.is_dir()):
-            done += tear_partition(d)
+    for d in _partition_dirs(node_dir):
+        done += tear_partition(d)
     for sub in STATE_LOG_DIRS:
         directory = node_dir / sub
         if directory.is_dir():

@@ -361,6 +361,12 @@ class ClusterHandle(abc.ABC):
     def _describe_extra(self) -> dict[str, Any]:
         return {}
 
+    def topic_configs(self) -> dict[str, str]:
+        """Topic settings every topic the harness creates on this cluster gets (a topic's
+        own ``configs`` win): what a scenario's cluster settings need on this cluster that
+        its server properties cannot carry (an Apache Kafka release's segment size)."""
+        return {}
+
 
 class Launcher(Protocol):
     """Starts clusters. Launcher-specific options go to the constructor

@@ -41,6 +41,7 @@ from ..launch.lifetime import spawn
 from ..launch.registry import get_launcher
 from ..nemesis.executor import NemesisExecutor
 from ..nemesis.schedule import Targets, build_schedule
+from ..workload.config import WorkloadConfig
 from ..workload.crash_report import record_client_crash
 from ..workload.dual_write.capture import capture_databases
 from ..workload.final_read import final_read, list_ends
@@ -306,10 +307,20 @@ class Orchestrator:
             f"final read: {result.records} records from {len(result.partitions)} partitions"
         )
 
+    def _workload(self) -> WorkloadConfig:
+        """The scenario's workload, its topics given the cluster's topic settings."""
+        workload = self.scenario.workload
+        handle = self.state.handle
+        extra = handle.topic_configs() if handle is not None else {}
+        if not extra:
+            return workload
+        topics = [t.model_copy(update={"configs": {**extra, **t.configs}}) for t in workload.topics]
+        return workload.model_copy(update={"topics": topics})
+
     def _workload_cmd(self, bootstrap: str) -> list[str]:
         """The workload runner's command line a local, master or worker process shares."""
         config = self.run_dir / "workload.json"
-        config.write_text(self.scenario.workload.model_dump_json(indent=1))
+        config.write_text(self._workload().model_dump_json(indent=1))
         cmd = [sys.executable, "-m", "txnchaos.harness.workload.runner", "--config", str(config)]
         cmd += ["--bootstrap", bootstrap, "--run-dir", str(self.run_dir), "--seed", str(self.seed)]
         if self.scenario.load_shape is not None:

@@ -54,6 +54,8 @@ class TopicSpec(SpecModel):
     replication_factor: Annotated[int, Field(ge=1)] = 1
     #: Create the topic before the users start (False: it must exist already).
     create: bool = True
+    #: Topic settings sent with its CreateTopics (``{"cleanup.policy": "compact"}``).
+    configs: dict[str, str] = Field(default_factory=dict)
 
 
 #: One ``users:`` entry: any registered kind's spec (:mod:`.kinds.registry`).

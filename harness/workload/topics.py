@@ -33,7 +33,7 @@ def ensure_topics(
         return
     admin = AdminClient({"bootstrap.servers": bootstrap, **(security or {})})
     futures = admin.create_topics(
-        [NewTopic(t.name, t.partitions, t.replication_factor) for t in wanted],
+        [NewTopic(t.name, t.partitions, t.replication_factor, config=t.configs) for t in wanted],
         operation_timeout=timeout_s,
         request_timeout=timeout_s,
     )

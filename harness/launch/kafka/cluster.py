@@ -43,6 +43,7 @@ from .layout import (
     Addressing,
     KafkaLayout,
     KafkaNode,
+    SegmentSize,
     free_port,
     hosts_file,
     server_properties,
@@ -183,6 +184,11 @@ class KafkaCluster:
         return self._lib
 
     @property
+    def segments(self) -> SegmentSize:
+        """How the scenario's log.segment.bytes reaches this release (see SegmentSize)."""
+        return SegmentSize.plan(self.layout.settings, self.release.version, self.lib)
+
+    @property
     def agent(self) -> Path:
         if self._agent is None:
             self._agent = jmx_exporter_jar(self.progress)
@@ -212,6 +218,7 @@ class KafkaCluster:
             self.addressing.get(node.id),
             kraft=self.release.kraft,
             advertise_controller=self.release.controller_advertises,
+            segments=self.segments,
         )
         path.write_text(text)
         return path

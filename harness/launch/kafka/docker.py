@@ -41,6 +41,7 @@ from ..base import (
     RECONNECT,
     RESTART,
     RESUME,
+    TEAR,
     ClusterHandle,
     ClusterSpec,
     NodeInfo,
@@ -62,6 +63,7 @@ from .launcher import KafkaMesh, lost_request_recovery_ms
 from .layout import (
     KafkaLayout,
     KafkaNode,
+    SegmentSize,
     controller_host,
     free_port,
     server_properties,
@@ -136,7 +138,7 @@ class _Container:
 class KafkaDockerHandle(ClusterHandle):
     launcher = "docker"
     flavour = FLAVOUR
-    capabilities = frozenset({KILL, PAUSE, RESUME, RESTART, DISCONNECT, RECONNECT})
+    capabilities = frozenset({KILL, PAUSE, RESUME, RESTART, DISCONNECT, RECONNECT, TEAR})
 
     def __init__(
         self, run_dir: Path, spec: ClusterSpec, run_id: str, release: KafkaRelease
@@ -153,6 +155,7 @@ class KafkaDockerHandle(ClusterHandle):
         self.mesh: KafkaMesh | None = None
         self._containers: dict[int, _Container] = {}
         self._client: Any = None
+        self.segments = SegmentSize()
 
     @property
     def version(self) -> str | None:
@@ -218,6 +221,7 @@ class KafkaDockerHandle(ClusterHandle):
         self.mesh.add_controller_links()
         addressing = self.mesh.addressing()
         lib = server_lib(self.release)
+        self.segments = SegmentSize.plan(self.layout.settings, self.release.version, lib)
         for node in self.layout.nodes:
             directory = self.run_dir / "cluster" / f"node-{node.id}"
             (directory / "data").mkdir(parents=True, exist_ok=True)
@@ -229,6 +233,7 @@ class KafkaDockerHandle(ClusterHandle):
                     directory / "data",
                     addressing.get(node.id),
                     advertise_controller=self.release.controller_advertises,
+                    segments=self.segments,
                 )
             )
             format_storage(lib, self.layout, host_props)
@@ -240,6 +245,7 @@ class KafkaDockerHandle(ClusterHandle):
                     addressing.get(node.id),
                     advertise_controller=self.release.controller_advertises,
                     bind="0.0.0.0",
+                    segments=self.segments,
                 )
             )
             (directory / "jmx-exporter.yaml").write_text(EXPORTER_CONFIG)
@@ -361,6 +367,9 @@ class KafkaDockerHandle(ClusterHandle):
             raise LaunchError(f"node {node_id} is not paused")
         c.wrapped().unpause()
 
+    def _node_dir(self, node_id: int) -> Path:
+        return self.run_dir / "cluster" / f"node-{node_id}" / "data"  # bind-mounted log.dirs
+
     def _restart(self, node_id: int) -> None:
         c = self._container(node_id)
         container = c.wrapped()
@@ -427,7 +436,11 @@ class KafkaDockerHandle(ClusterHandle):
             "containers": {c.node.id: c.name for c in self._containers.values()},
             "metrics_unavailable": dict(UNAVAILABLE),
             "lost_request_recovery_ms": lost_request_recovery_ms(self.layout.settings),
+            "adjusted_settings": [self.segments.note] if self.segments.note else [],
         }
+
+    def topic_configs(self) -> dict[str, str]:
+        return dict(self.segments.topic_configs)
 
 
 class KafkaDockerLauncher:

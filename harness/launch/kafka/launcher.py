@@ -33,9 +33,19 @@ from pathlib import Path
 from typing import Any
 
 from ...faults.proxy.thread import FleetThread
-from ..base import KILL, PAUSE, RESTART, RESUME, ClusterHandle, ClusterSpec, NodeInfo, link_name
+from ..base import (
+    KILL,
+    PAUSE,
+    RESTART,
+    RESUME,
+    TEAR,
+    ClusterHandle,
+    ClusterSpec,
+    NodeInfo,
+    link_name,
+)
 from ..errors import LaunchError
-from .cluster import FLAVOUR, KafkaCluster
+from .cluster import FLAVOUR, KafkaCluster, node_dir
 from .layout import Addressing, KafkaLayout, KafkaNode, source_ip
 from .metrics import UNAVAILABLE
 from .release import DEFAULT_VERSION
@@ -195,7 +205,7 @@ def lost_request_recovery_ms(settings: list[str]) -> int:
 class KafkaHandle(ClusterHandle):
     launcher = "kafka"
     flavour = FLAVOUR
-    capabilities = frozenset({KILL, PAUSE, RESUME, RESTART})
+    capabilities = frozenset({KILL, PAUSE, RESUME, RESTART, TEAR})
 
     def __init__(self, run_dir: Path, spec: ClusterSpec, cluster: KafkaCluster) -> None:
         super().__init__(run_dir, spec)
@@ -245,6 +255,9 @@ class KafkaHandle(ClusterHandle):
         if not self.cluster.resume_node(node_id):
             raise LaunchError(f"node {node_id} is not running; nothing to resume")
 
+    def _node_dir(self, node_id: int) -> Path:
+        return node_dir(self.cluster.data_dir, node_id) / "data"  # the node's log.dirs
+
     def _restart(self, node_id: int) -> None:
         self.cluster.restart_node(node_id)  # new ports, if any: on_ports_changed repoints
         self.write_state()
@@ -262,7 +275,11 @@ class KafkaHandle(ClusterHandle):
             "mode": "kraft" if self.cluster.release.kraft else "zookeeper",
             "metrics_unavailable": dict(UNAVAILABLE) if self.cluster.metrics else {},
             "lost_request_recovery_ms": lost_request_recovery_ms(self.cluster.layout.settings),
+            "adjusted_settings": [note] if (note := self.cluster.segments.note) else [],
         }
+
+    def topic_configs(self) -> dict[str, str]:
+        return dict(self.cluster.segments.topic_configs)
 
 
 class KafkaLauncher:

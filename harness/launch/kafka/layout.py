@@ -37,6 +37,8 @@ from __future__ import annotations
 import json
 import os
 import socket
+import zipfile
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -110,6 +112,71 @@ def split_settings(pairs: list[str]) -> tuple[dict[str, str], int | None]:
             continue
         props[name] = value
     return props, tv
+
+
+#: Apache Kafka 4.0's smallest ``log.segment.bytes`` (KIP-1030; earlier releases took 14)
+MIN_SEGMENT_BYTES = 1 << 20
+#: the topic setting with no such minimum that later 4.x releases have for tests
+INTERNAL_SEGMENT_BYTES = "internal.segment.bytes"
+
+
+@dataclass(frozen=True)
+class SegmentSize:
+    """How a scenario's ``log.segment.bytes`` reaches an Apache Kafka release.
+
+    Releases from 4.0 refuse a ``log.segment.bytes`` under 1 MiB, which the project's mixes
+    use (segments of 2 KiB, so that transactions span segments and recovery meets rolled
+    segments). Where the release has the topic setting ``internal.segment.bytes`` the size
+    goes there, on every topic the harness creates, and leaves the server properties;
+    otherwise the server gets Kafka's smallest size. Either way ``note`` says so."""
+
+    server: Mapping[str, str | None] = field(default_factory=dict)  # None: left out
+    topic_configs: Mapping[str, str] = field(default_factory=dict)
+    note: str | None = None
+
+    @classmethod
+    def plan(cls, settings: list[str], version: str, lib: Path | None) -> SegmentSize:
+        server, _tv = split_settings(settings)
+        value = server.get("log.segment.bytes")
+        major = int(version.split(".", 1)[0]) if version[:1].isdigit() else 0
+        if value is None or major < 4:
+            return cls()
+        try:
+            size = int(value)
+        except ValueError:
+            return cls()  # Kafka's own validation names it
+        if size >= MIN_SEGMENT_BYTES:
+            return cls()
+        if lib is not None and has_internal_segment_bytes(lib):
+            return cls(
+                server={"log.segment.bytes": None},
+                topic_configs={INTERNAL_SEGMENT_BYTES: str(size)},
+                note=(
+                    f"log.segment.bytes={size}: Apache Kafka {version} refuses less than "
+                    f"{MIN_SEGMENT_BYTES}; set as the topic setting {INTERNAL_SEGMENT_BYTES}="
+                    f"{size} on every topic the run creates instead"
+                ),
+            )
+        return cls(
+            server={"log.segment.bytes": str(MIN_SEGMENT_BYTES)},
+            note=(
+                f"log.segment.bytes={size}: Apache Kafka {version} refuses less than "
+                f"{MIN_SEGMENT_BYTES} and has no {INTERNAL_SEGMENT_BYTES}; its segments roll "
+                f"at {MIN_SEGMENT_BYTES} bytes"
+            ),
+        )
+
+
+def has_internal_segment_bytes(lib: Path) -> bool:
+    """Whether the release in ``lib`` defines the topic setting ``internal.segment.bytes``."""
+    name = "org/apache/kafka/storage/internals/log/LogConfig.class"
+    for jar in sorted(lib.glob("kafka-storage-*.jar")):
+        try:
+            with zipfile.ZipFile(jar) as z:
+                return INTERNAL_SEGMENT_BYTES.encode() in z.read(name)
+        except (KeyError, OSError, zipfile.BadZipFile):
+            continue
+    return False
 
 
 @dataclass
@@ -301,6 +368,7 @@ def server_properties(
     kraft: bool = True,
     advertise_controller: bool = True,
     bind: str = "127.0.0.1",
+    segments: SegmentSize | None = None,
 ) -> str:
     """The ``server.properties`` of ``node`` (``data``: its log directory; ``bind``: the
     address its listeners bind, 0.0.0.0 in a container). ``advertise_controller``: whether
@@ -353,8 +421,16 @@ def server_properties(
         "group.initial.rebalance.delay.ms": 100,  # the project's nodes' default
     }
     server, _tv = split_settings(layout.settings)
+    merged: dict[str, Any] = {**props, **defaults, **server}
+    for key, override in (segments.server if segments else {}).items():
+        if override is None:
+            merged.pop(key, None)
+        else:
+            merged[key] = override
     out = [f"# txnchaos: node {node.id} ({node.role}) of Apache Kafka {layout.version}"]
-    for key, value in {**props, **defaults, **server}.items():
+    if segments is not None and segments.note:
+        out.append(f"# {segments.note}")
+    for key, value in merged.items():
         out.append(f"{key}={_render(value)}")
     return "\n".join(out) + "\n"
 

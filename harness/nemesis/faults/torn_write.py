@@ -3,13 +3,16 @@ get the torn tail an interrupted write leaves (``harness/faults/torn_tail.py``: 
 batch after each partition's last one, half an aborted-index entry, the newest producer
 snapshot lost, a coordinator state-log frame cut short), and it is restarted after
 ``duration``: its recovery must cut every torn tail off and serve exactly what was
-acknowledged. Only on launchers that run the project's nodes (local, docker)."""
+acknowledged. On the launchers that can tear a node's files (local and docker for the
+project's nodes, kafka for Apache Kafka's): elsewhere it fails before killing anything."""
 
 from __future__ import annotations
 
 import time
 from typing import TYPE_CHECKING
 
+from ...launch.base import TEAR
+from ...launch.errors import UnsupportedFault
 from .process import LastingProcessFault
 
 if TYPE_CHECKING:
@@ -30,6 +33,10 @@ class TornWriteFault(LastingProcessFault):
 
     def apply(self, context: FaultContext, index: int, fault: ScheduledFault) -> None:
         assert fault.node is not None
+        if TEAR not in context.handle.capabilities:  # not after the kill: the node stays up
+            raise UnsupportedFault(
+                f"the {context.handle.launcher} launcher cannot tear nodes' files"
+            )
         started = time.time()
         context.handle.kill(fault.node)
         what = summary(context.handle.tear(fault.node))

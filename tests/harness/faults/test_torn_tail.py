@@ -129,3 +129,16 @@ def test_the_fault_log_counts_what_was_torn(tmp_path: Path) -> None:
     fill(node / "partitions" / "t-1").close()
     assert summary(tear_node(node)) == "2 batches, 2 index entries, 2 snapshots"
     assert summary([]) == "nothing to tear"
+
+
+def test_an_apache_kafka_log_directory_is_torn_partition_by_partition(tmp_path: Path) -> None:
+    """Apache Kafka keeps each partition directly in its log directory (``events-0``,
+    ``__transaction_state-7``), in the same segment, aborted-index and snapshot formats."""
+    data = tmp_path / "data"
+    fill(data / "events-0").close()
+    fill(data / "__transaction_state-7").close()
+    (data / "meta.properties").write_text("node.id=1\n")
+    (data / "not-a-partition").mkdir()
+    done = tear_node(data)
+    assert summary(done) == "2 batches, 2 index entries, 2 snapshots"
+    assert {line.split(":")[0] for line in done} == {"events-0", "__transaction_state-7"}

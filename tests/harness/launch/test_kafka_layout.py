@@ -9,8 +9,10 @@ import pytest
 
 from txnchaos.harness.launch.errors import LaunchError
 from txnchaos.harness.launch.kafka.layout import (
+    INTERNAL_SEGMENT_BYTES,
     Addressing,
     KafkaLayout,
+    SegmentSize,
     hosts_file,
     server_properties,
     source_ip,
@@ -142,3 +144,42 @@ def test_releases() -> None:
     assert "ZOOKEEPER-3779" in (java_problem(ancient, 17) or "")
     with pytest.raises(LaunchError, match="expects a release such as"):
         KafkaRelease.parse("4.x")
+
+
+def release_lib(tmp_path: Path, with_internal: bool) -> Path:
+    """A lib directory whose kafka-storage jar's LogConfig does or does not define
+    internal.segment.bytes (as 4.4.0's does and 4.0.0's does not)."""
+    import zipfile
+
+    lib = tmp_path / ("lib-internal" if with_internal else "lib-plain")
+    lib.mkdir()
+    body = b"segment.bytes" + (b" internal.segment.bytes" if with_internal else b"")
+    with zipfile.ZipFile(lib / "kafka-storage-4.9.9.jar", "w") as z:
+        z.writestr("org/apache/kafka/storage/internals/log/LogConfig.class", body)
+    return lib
+
+
+def test_small_segments_become_a_topic_setting_where_the_release_has_one(tmp_path: Path) -> None:
+    layout = planned(1, 0, ["log.segment.bytes=2048", "log.roll.ms=500"])
+    plan = SegmentSize.plan(layout.settings, "4.4.0", release_lib(tmp_path, True))
+    assert plan.topic_configs == {INTERNAL_SEGMENT_BYTES: "2048"}
+    text = server_properties(layout, layout.nodes[0], tmp_path, None, segments=plan)
+    assert "log.segment.bytes" not in props(text) and props(text)["log.roll.ms"] == "500"
+    assert "internal.segment.bytes=2048" in text  # the note, as a comment line
+
+
+def test_small_segments_on_a_release_without_the_topic_setting_take_kafkas_minimum(
+    tmp_path: Path,
+) -> None:
+    layout = planned(1, 0, ["log.segment.bytes=2048"])
+    plan = SegmentSize.plan(layout.settings, "4.0.0", release_lib(tmp_path, False))
+    assert plan.topic_configs == {} and plan.note and "1048576" in plan.note
+    text = server_properties(layout, layout.nodes[0], tmp_path, None, segments=plan)
+    assert props(text)["log.segment.bytes"] == "1048576"
+
+
+def test_segment_sizes_kafka_takes_pass_through(tmp_path: Path) -> None:
+    lib = release_lib(tmp_path, True)
+    assert SegmentSize.plan(["log.segment.bytes=2048"], "3.9.1", lib) == SegmentSize()
+    assert SegmentSize.plan(["log.segment.bytes=2097152"], "4.4.0", lib) == SegmentSize()
+    assert SegmentSize.plan(["log.roll.ms=100"], "4.4.0", lib) == SegmentSize()
