@@ -54,7 +54,7 @@ class TopicSpec(SpecModel):
     replication_factor: Annotated[int, Field(ge=1)] = 1
     #: Create the topic before the users start (False: it must exist already).
     create: bool = True
-    #: Topic settings sent with its CreateTopics (``{"cleanup.policy": "compact"}``).
+    #: Topic settings sent with its CreateTopics (``{"retention.ms": "600000"}``).
     configs: dict[str, str] = Field(default_factory=dict)
 
 
