@@ -161,15 +161,16 @@ class JavaConsumerClient:
             **self._fields(),
         )
 
-    def rewind(self, timeout_s: float) -> None:
+    def rewind(self, timeout_s: float) -> bool:
         """Seek every assigned partition back to the group's committed offset (SEEK op);
-        a failed rewind is left for the next error."""
+        whether it did (a failed rewind is tried again before the next poll)."""
         try:
             answer = self._call("rewind", int(timeout_s * 1000), timeout_s=timeout_s)
         except (JavaCallError, JavaProcessError):
-            return
+            return False
         if answer["parts"]:
             self.writer.record(EventType.SEEK, items=_items(answer["parts"]), **self._fields())
+        return True
 
     def watermarks(self, topic: str, partition: int, timeout_s: float) -> tuple[int, int]:
         try:

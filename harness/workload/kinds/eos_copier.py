@@ -60,7 +60,10 @@ class EOSCopierWorker(Worker):
     KIP-447: offsets go into the transaction with the consumer's group metadata (generation and
     member id), so a copier that lost its partitions in a rebalance is fenced by the group
     coordinator instead of committing offsets for partitions it no longer owns.  Any transaction
-    that does not commit rewinds the consumer to the group's committed offsets (SEEK op).
+    that does not commit rewinds the consumer to the group's committed offsets (SEEK op);
+    until a rewind succeeds the copier polls nothing (a consumer left at its position would
+    copy on from there, and the inputs of the transaction that did not commit would never
+    be copied: missing output).
     """
 
     request_type = "copier"
@@ -74,6 +77,8 @@ class EOSCopierWorker(Worker):
         self.next_txn = 0
         self.producer: RecordingProducer | None = None
         self.consumer: ConsumerClient | None = None
+        #: a transaction did not commit and the consumer is not back at the committed offsets
+        self.rewind_pending = False
 
     def start_fields(self) -> dict[str, Any]:
         return {"transactional_id": self.transactional_id, "group_id": self.group_id}
@@ -108,18 +113,20 @@ class EOSCopierWorker(Worker):
             self.producer.close(abort_open=False)
         self.producer = self._new_producer()
 
-    def rewind(self) -> None:
-        """Seek every assigned partition back to the group's committed offset."""
+    def rewind(self) -> bool:
+        """Seek every assigned partition back to the group's committed offset; whether it
+        did (True as well with nothing assigned: an assignment starts from the committed
+        offsets)."""
         c = self.consumer
         if c is None or c.consumer is None:
-            return
+            return True
         try:
             parts = c._run(c.consumer.assignment)
             if not parts:
-                return
+                return True
             committed = c._run(c.consumer.committed, parts, self.spec.op_timeout_s)
-        except Exception:  # a failed rewind is retried after the next error
-            return
+        except Exception:
+            return False
         seeks = [
             TopicPartition(
                 tp.topic, tp.partition, tp.offset if tp.offset >= 0 else OFFSET_BEGINNING
@@ -129,7 +136,13 @@ class EOSCopierWorker(Worker):
         try:
             c.seek(seeks)
         except Exception:
-            return
+            return False
+        return True
+
+    def _rewound(self) -> bool:
+        """Rewind; False (and the rewind left pending) when it failed."""
+        self.rewind_pending = not self.rewind()
+        return not self.rewind_pending
 
     def hold(self, point: str, announce: Callable[[str], None]) -> NoReturn:
         """before-commit: a transaction with its copies sent and acknowledged and its offsets
@@ -168,6 +181,8 @@ class EOSCopierWorker(Worker):
     def step(self) -> None:
         p, c = self.producer, self.consumer
         assert p is not None and c is not None
+        if self.rewind_pending and not self._rewound():
+            return  # poll nothing from a position past inputs that were never copied
         try:
             if not p.initialized:
                 p.init(self.spec.op_timeout_s)
@@ -192,7 +207,7 @@ class EOSCopierWorker(Worker):
                 except ProducerReset:
                     self.reset_producer()
         if not committed:
-            self.rewind()
+            self._rewound()
 
     def copy(self, msgs: list[Any]) -> bool:
         p, c = self.producer, self.consumer

@@ -58,11 +58,12 @@ class JavaEOSCopierWorker(JavaUser, EOSCopierWorker):
             self._reopen()
         super().step()
 
-    def rewind(self) -> None:
+    def rewind(self) -> bool:
         """Seek every assigned partition back to the group's committed offset (SEEK op)."""
         consumer = self.consumer
         if isinstance(consumer, JavaConsumerClient) and consumer.open:
-            consumer.rewind(self.spec.op_timeout_s)
+            return consumer.rewind(self.spec.op_timeout_s)
+        return True  # no consumer: the next one starts from the committed offsets
 
     def close_clients(self, abort_open: bool) -> None:
         try:
