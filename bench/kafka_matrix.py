@@ -70,8 +70,6 @@ def checker_summary(run_dir: Path) -> tuple[str, dict[str, int], str | None]:
 
 
 KAFKA_20734 = "Couldn't find leader endpoint for partitions"
-# checkers whose examples name the transaction (writer, txn) an anomaly belongs to
-TRANSACTION_CHECKERS = ("indeterminate_commit", "aborted_read")
 
 
 def skipped_markers(run_dir: Path) -> set[tuple[str, str]]:
@@ -109,18 +107,42 @@ def _transaction_partitions(run_dir: Path, writer: str, txn: int) -> set[tuple[s
     return out
 
 
+def _named_partition(ev: dict[str, Any]) -> str | None:
+    """The topic-partition an example's evidence is about, if it names one."""
+    for where in (ev.get("partition_open_transaction"), ev.get("write"), ev):
+        if not isinstance(where, dict):
+            continue
+        if where.get("topic") is not None and where.get("partition") is not None:
+            return f"{where['topic']}-{int(where['partition'])}"
+    return None
+
+
+def _linked(ev: dict[str, Any], run_dir: Path, skipped: set[tuple[str, str]]) -> bool | None:
+    """Whether an example leads to a skipped marker: the transaction it names wrote to a
+    partition whose marker was skipped for that transactional id, or the partition it names
+    is one; None when it names neither a transaction nor a partition."""
+    txn = ev.get("transaction") or {}
+    if txn.get("writer") is not None and txn.get("txn") is not None:
+        wrote = _transaction_partitions(run_dir, str(txn["writer"]), int(txn["txn"]))
+        if wrote:
+            return bool(wrote & skipped)
+    tp = _named_partition(ev)
+    if tp is None:
+        return None
+    return tp in {p for _, p in skipped}
+
+
 def known_cause(run_dir: Path, invalid: dict[str, int]) -> str | None:
     """A known Apache Kafka bug the run's anomalies come from, when its trace is there:
     KAFKA-20734 (docs/findings/kafka-20734-offline-partition-markers.md) when a coordinator
-    skipped the markers of a partition with no leader, and every partition the
-    hanging-transactions checker names is one of those, and every transaction that
-    indeterminate_commit or aborted_read names wrote to one of those partitions (its skipped
-    marker left the records open until the producer's next transaction there ended them with
-    that transaction's outcome)."""
-    explained = [
-        name for name in ("hanging_transactions", *TRANSACTION_CHECKERS) if name in invalid
-    ]
-    if not explained:
+    skipped the markers of a partition with no leader and every example of the invalid
+    checkers that names a transaction or a partition leads there: a hanging transaction or
+    a skipped read on such a partition, or a transaction that wrote to one (its skipped
+    marker left the records open until the producer's next transaction there ended them
+    with that transaction's outcome: an aborted transaction committed there, or a committed
+    one aborted). Examples that name neither (a copier's missing output, by its input) are
+    taken as consequences; at least one example must lead there."""
+    if not invalid:
         return None
     try:
         verdict = json.loads((run_dir / "verdict.json").read_text())
@@ -129,27 +151,14 @@ def known_cause(run_dir: Path, invalid: dict[str, int]) -> str | None:
     skipped = skipped_markers(run_dir)
     if not skipped:
         return None
-    for name in explained:
-        examples = verdict["checkers"][name].get("examples") or []
-        if not examples:
-            return None
-        for e in examples:
-            ev = e.get("evidence") or {}
-            if name == "hanging_transactions":
-                where = ev.get("partition_open_transaction") or ev
-                if where.get("topic") is None or where.get("partition") is None:
-                    return None
-                tp = f"{where['topic']}-{int(where['partition'])}"
-                if tp not in {p for _, p in skipped}:
-                    return None
-            else:
-                txn = ev.get("transaction") or {}
-                if txn.get("writer") is None or txn.get("txn") is None:
-                    return None
-                wrote = _transaction_partitions(run_dir, str(txn["writer"]), int(txn["txn"]))
-                if not wrote & skipped:
-                    return None
-    return "KAFKA-20734"
+    leads = False
+    for name in invalid:
+        for e in verdict["checkers"].get(name, {}).get("examples") or []:
+            linked = _linked(e.get("evidence") or {}, run_dir, skipped)
+            if linked is False:
+                return None
+            leads = leads or bool(linked)
+    return "KAFKA-20734" if leads else None
 
 
 def run_cell(

@@ -114,3 +114,32 @@ def test_a_run_without_skipped_markers_has_no_known_cause(
     (run / "cluster" / "node-1" / "node.log").write_text("nothing skipped\n")
     assert matrix.known_cause(run, {"indeterminate_commit": 1}) is None
     assert matrix.known_cause(run, {"lost_write": 1}) is None
+
+
+def test_a_committed_transaction_lost_on_a_skipped_partition_is_kafka_20734(
+    matrix: ModuleType, tmp_path: Path
+) -> None:
+    """TV2, smoke seed 3: a committed transaction's COMMIT marker skipped on events-2, its
+    records there ended by the producer's next transaction (aborted): lost_write, and the
+    final read skipping them (ordering names the partition)."""
+    lost = [{"evidence": {"transaction": {"writer": "writer-0", "txn": 19}}}]
+    skipped_read = [{"evidence": {"consumer": "final-reader", "topic": "events", "partition": 2}}]
+    run = run_dir(tmp_path, {"lost_write": lost, "ordering": skipped_read}, [2, 3])
+    assert matrix.known_cause(run, {"lost_write": 1, "ordering": 3}) == "KAFKA-20734"
+
+
+def test_examples_that_name_no_partition_alone_explain_nothing(
+    matrix: ModuleType, tmp_path: Path
+) -> None:
+    missing = [{"evidence": {"group": "copiers", "input": {"value": "writer-0|8|0"}}}]
+    run = run_dir(tmp_path, {"consume_transform_produce": missing}, [2])
+    assert matrix.known_cause(run, {"consume_transform_produce": 1}) is None
+    (tmp_path / "b").mkdir()
+    run = run_dir(
+        tmp_path / "b",
+        {"consume_transform_produce": missing, "indeterminate_commit": PARTLY_VISIBLE},
+        [2],
+    )
+    assert matrix.known_cause(run, {"consume_transform_produce": 1, "indeterminate_commit": 1}) == (
+        "KAFKA-20734"
+    )
