@@ -21,7 +21,8 @@ import pytest
 from tests.analysis.engine_support import assert_spark_wrote_the_rules_verdict
 from txnchaos.analysis.analyze import analyze
 
-pytestmark = pytest.mark.integration
+# a night of two runs, a re-run and their Spark verdicts: 150-235 s on a busy 2-core machine
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
 
 SCENARIO = """name: {name}
 duration: 6

@@ -79,7 +79,11 @@ def test_smoke_run_records_everything(tmp_path: Path) -> None:
     final = json.loads((out / "final_state.json").read_text())
     assert {p["topic"] for p in final["partitions"]} == {"events", "copies"}
     assert all(p["lso"] == p["high_watermark"] for p in final["partitions"])
-    assert final["coordinator_transactions"] == []
+    # unfinished as the coordinator sees them: none stuck completing; a user stopped between
+    # AddPartitionsToTxn and its first record leaves an Ongoing one with nothing written (no
+    # partition open, above), which the coordinator aborts at its timeout
+    listed = final["coordinator_transactions"]
+    assert listed is not None and all(t["state"] == "Ongoing" for t in listed), listed
     copied = {g["partition"] for g in final["group_offsets"] if g["group_id"] == "copiers"}
     assert copied == {0, 1, 2, 3}  # the copier group's committed offsets, for its input
     metric_names = set(pq.read_table(out / "metrics.parquet", columns=["name"])["name"].to_pylist())
