@@ -25,6 +25,17 @@ class ScheduleError(ValueError):
     """The scenario's faults cannot be scheduled against this cluster."""
 
 
+#: How long a client process a fault starts may take to say READY (its imports alone took
+#: 20-50 s on a loaded 2-core machine); the hold timeout bounds what it does after that
+START_TIMEOUT_S = 60.0
+
+
+def start_timeout(context: FaultContext) -> float:
+    """The READY wait of a client process a fault starts: the hold timeout, at least
+    :data:`START_TIMEOUT_S`."""
+    return max(context.hold_timeout_s, START_TIMEOUT_S)
+
+
 class FaultContext(Protocol):
     """What a fault acts through (the nemesis executor)."""
 

@@ -7,7 +7,7 @@ import random
 import time
 from typing import TYPE_CHECKING, Any
 
-from .base import Family, FaultBase, FaultContext, TargetField
+from .base import Family, FaultBase, FaultContext, TargetField, start_timeout
 
 if TYPE_CHECKING:
     from ..schedule import RandomNemesis, ScheduledFault, Targets
@@ -52,7 +52,7 @@ class ClientCrashFault(FaultBase):
         )
         context.activate(index, fault, started, None, f"{self.name}: {client.process}")
         try:
-            client.start(context.hold_timeout_s)
+            client.start(start_timeout(context))
             detail = client.wait_hold(context.hold_timeout_s)
             client.kill()
             params: dict[str, Any] = {"hold": hold, "at": detail, "action": index}

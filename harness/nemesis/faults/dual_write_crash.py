@@ -10,7 +10,7 @@ import re
 import time
 from typing import TYPE_CHECKING, Any
 
-from .base import FaultContext
+from .base import FaultContext, start_timeout
 from .client_crash import ClientCrashFault
 
 if TYPE_CHECKING:
@@ -59,7 +59,7 @@ class DualWriteCrashFault(ClientCrashFault):
         time.sleep(max(0.0, recover_at - time.monotonic()))  # the writer is down
         if self.crash_recovery:
             first = recovery(True)
-            first.start(context.hold_timeout_s)
+            first.start(start_timeout(context))
             params["recovery_killed_at"] = first.wait_hold(context.hold_timeout_s)
             first.kill()
         params["recovered"] = recovery(False).run(context.hold_timeout_s)

@@ -18,6 +18,7 @@ import signal
 import time
 from typing import TYPE_CHECKING, Any
 
+from .base import start_timeout
 from .client_crash import ClientCrashFault
 
 if TYPE_CHECKING:
@@ -62,13 +63,13 @@ class ZombieProducerFault(ClientCrashFault):
         context.activate(index, fault, started, None, f"{self.name}: {old.process}")
         new: CrashableClient | None = None
         try:
-            old.start(context.hold_timeout_s)
+            old.start(start_timeout(context))
             held = old.wait_hold(context.hold_timeout_s)
             proc = old.child.proc
             assert proc is not None
             proc.send_signal(signal.SIGSTOP)  # a zombie: no traffic at all while it sleeps
             new = old.successor(hold="before-commit", hold_after=1, seed=context.seed + index + 1)
-            new.start(context.hold_timeout_s)
+            new.start(start_timeout(context))
             new_held = new.wait_hold(context.hold_timeout_s)
             proc.send_signal(signal.SIGCONT)
             proc.send_signal(signal.SIGUSR1)
