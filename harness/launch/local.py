@@ -50,7 +50,10 @@ from .lifetime import spawn
 COORDINATOR_ID_BASE = 1001
 ALL_CPUS = "all"
 """``cpus`` value that drops a saved CPU list (the nodes run wherever the OS puts them)."""
-READY_TIMEOUT_S = 60.0
+#: How long a live node may take to serve. A node that exits fails at once; a live one took
+#: over 60 s only on a loaded machine (imports alone 20-50 s at nice 15 beside a test suite
+#: and Kafka JVMs), where 60 s turned about half of the mutation runs into harness errors.
+READY_TIMEOUT_S = 180.0
 
 
 __all__ = ["ClusterLayout", "LaunchError", "LocalCluster", "NodeAddressing", "NodeSpec"]
