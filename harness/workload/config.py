@@ -38,7 +38,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from .kinds.registry import spec_union, user_kind
 from .spec import NAME_PATTERN, ClientValue, SpecModel, UserSpecBase
@@ -48,14 +48,31 @@ class WorkloadConfigError(ValueError):
     """The workload configuration is invalid; the message names every bad field."""
 
 
+def _config_text(value: Any) -> Any:
+    """A topic setting's value as Kafka's configs carry it: text (a bool as true/false)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return str(value)
+    return value
+
+
 class TopicSpec(SpecModel):
     name: Annotated[str, Field(pattern=NAME_PATTERN, max_length=249)]
     partitions: Annotated[int, Field(ge=1, le=10_000)] = 3
     replication_factor: Annotated[int, Field(ge=1)] = 1
     #: Create the topic before the users start (False: it must exist already).
     create: bool = True
-    #: Topic settings sent with its CreateTopics (``{"retention.ms": "600000"}``).
+    #: Topic settings sent with its CreateTopics (``{retention.ms: 600000}``); numbers and
+    #: booleans as Kafka writes them (``600000``, ``true``).
     configs: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("configs", mode="before")
+    @classmethod
+    def _config_values_as_text(cls, value: Any) -> Any:
+        if not isinstance(value, dict):
+            return value
+        return {k: _config_text(v) for k, v in value.items()}
 
 
 #: One ``users:`` entry: any registered kind's spec (:mod:`.kinds.registry`).

@@ -34,3 +34,13 @@ def test_a_config_the_cluster_refuses_fails_the_setup_with_its_reason(
             wl_bootstrap,
             [TopicSpec(name=f"refused-{uniq}", partitions=1, configs={"segment.bytes": "2048"})],
         )
+
+
+def test_numbers_and_booleans_in_a_topics_configs_are_written_as_kafka_writes_them() -> None:
+    from txnchaos.harness.workload.config import WorkloadConfigError, load_workload
+
+    topic = {"name": "t", "partitions": 1, "configs": {"retention.ms": 600000, "x": True}}
+    workload = load_workload({"topics": [topic], "users": []})
+    assert workload.topics[0].configs == {"retention.ms": "600000", "x": "true"}
+    with pytest.raises(WorkloadConfigError, match=r"topics\.0\.configs\.y"):
+        load_workload({"topics": [{**topic, "configs": {"y": [1]}}], "users": []})
