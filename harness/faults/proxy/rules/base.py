@@ -112,6 +112,15 @@ class FrameRuleBase(RuleBase):
     """Order among the kinds applying to one request: a lower stage acts first."""
     acts_on_responses: ClassVar[bool] = False
     """True if :meth:`on_response` does something (the link then inspects responses)."""
+    requests_only: ClassVar[bool] = False
+    """True for kinds that act on a request as a whole (drop it, hold it, copy it, edit it):
+    their ``direction`` must be ``request``."""
+
+    @model_validator(mode="after")
+    def _request_direction(self) -> FrameRuleBase:
+        if self.requests_only and self.direction != "request":
+            raise ValueError(f"{self.kind} rules match requests: direction must be 'request'")
+        return self
 
     @field_validator("api", mode="before")
     @classmethod
@@ -179,8 +188,3 @@ class LinkRuleBase(RuleBase):
     def shape_link(self, st: RuleState, link: str, parts: PolicyParts) -> None:
         """Set what the active rule does to ``link`` (discard, reset, throttle)."""
         raise NotImplementedError
-
-
-def request_only(rule: RuleBase) -> None:
-    if rule.direction != "request":
-        raise ValueError(f"{rule.kind} rules match requests: direction must be 'request'")

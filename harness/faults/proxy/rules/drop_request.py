@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, ClassVar, Literal
 
-from pydantic import model_validator
-
-from .base import FrameRuleBase, request_only
+from .base import FrameRuleBase
 from .runtime import RuleState
 
 if TYPE_CHECKING:
@@ -17,13 +15,9 @@ class DropRequestRule(FrameRuleBase):
     """The upstream never sees the request; the client gets no response and times out."""
 
     kind: Literal["drop_request"] = "drop_request"
+    requests_only: ClassVar[bool] = True
 
     stage: ClassVar[int] = 0  # first: a dropped request meets no other rule
-
-    @model_validator(mode="after")
-    def _dir(self) -> DropRequestRule:
-        request_only(self)
-        return self
 
     @classmethod
     async def on_request(cls, states: list[RuleState], request: Request) -> bool:

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, ClassVar, Literal
 
-from pydantic import model_validator
-
-from .base import FrameRuleBase, request_only
+from .base import FrameRuleBase
 from .runtime import RuleState
 
 if TYPE_CHECKING:
@@ -17,13 +15,9 @@ class DropResponseRule(FrameRuleBase):
     """The upstream processes the request; its response is swallowed."""
 
     kind: Literal["drop_response"] = "drop_response"
+    requests_only: ClassVar[bool] = True
 
     stage: ClassVar[int] = 10
-
-    @model_validator(mode="after")
-    def _dir(self) -> DropResponseRule:
-        request_only(self)
-        return self
 
     @classmethod
     async def on_request(cls, states: list[RuleState], request: Request) -> bool:

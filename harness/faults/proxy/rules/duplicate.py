@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field
 
-from .base import FrameRuleBase, request_only
+from .base import FrameRuleBase
 from .runtime import RuleState
 
 if TYPE_CHECKING:
@@ -17,14 +17,10 @@ class DuplicateRule(FrameRuleBase):
     """Send the request ``1 + copies`` times upstream; the client sees one response."""
 
     kind: Literal["duplicate"] = "duplicate"
+    requests_only: ClassVar[bool] = True
     copies: int = Field(default=1, ge=1, le=16)
 
     stage: ClassVar[int] = 20
-
-    @model_validator(mode="after")
-    def _dir(self) -> DuplicateRule:
-        request_only(self)
-        return self
 
     @classmethod
     async def on_request(cls, states: list[RuleState], request: Request) -> bool:

@@ -7,9 +7,9 @@ import contextlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field
 
-from .base import FrameRuleBase, request_only
+from .base import FrameRuleBase
 from .runtime import RuleState
 
 if TYPE_CHECKING:
@@ -21,14 +21,10 @@ class ReorderRule(FrameRuleBase):
     the rule's links) has been forwarded, or for at most ``max_hold_ms``."""
 
     kind: Literal["reorder"] = "reorder"
+    requests_only: ClassVar[bool] = True
     max_hold_ms: float = Field(default=1000.0, gt=0)
 
     stage: ClassVar[int] = 30
-
-    @model_validator(mode="after")
-    def _dir(self) -> ReorderRule:
-        request_only(self)
-        return self
 
     @classmethod
     async def on_request(cls, states: list[RuleState], request: Request) -> bool:

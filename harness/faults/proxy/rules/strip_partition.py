@@ -15,12 +15,12 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from pydantic import field_validator, model_validator
+from pydantic import field_validator
 
 from txnchaos.cluster.protocol.codec import ProtocolError, decode_request, encode_request
 
 from ..apis import WRITE_TXN_MARKERS
-from .base import FrameRuleBase, request_only
+from .base import FrameRuleBase
 from .runtime import RuleState
 
 if TYPE_CHECKING:
@@ -70,6 +70,7 @@ class StripPartitionRule(FrameRuleBase):
     the others only. ``api`` defaults to WriteTxnMarkers, the only API it strips."""
 
     kind: Literal["strip_partition"] = "strip_partition"
+    requests_only: ClassVar[bool] = True
     api: list[int] | None = [WRITE_TXN_MARKERS]
 
     stage: ClassVar[int] = 5  # after drop_request, before the rules that pass the frame on
@@ -80,11 +81,6 @@ class StripPartitionRule(FrameRuleBase):
         if v is None or any(k not in STRIPPABLE for k in v):
             raise ValueError("strip_partition strips WriteTxnMarkers requests only")
         return v
-
-    @model_validator(mode="after")
-    def _dir(self) -> StripPartitionRule:
-        request_only(self)
-        return self
 
     @classmethod
     async def on_request(cls, states: list[RuleState], request: Request) -> bool:
