@@ -15,7 +15,7 @@ them (``apply``).  The pipeline gathers every checker's needs into one small Spa
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +28,8 @@ LATER = "(filled in for examples)"
 #: the history columns that name one record of one operation in evidence (which process and
 #: operation, which of its items, and where it went)
 OP_ITEM = ("process", "op_id", "item", "type", "topic", "partition")
+#: the fields of a read in a checker's evidence (``first_read``, ``read``), in this order
+READ_EVIDENCE = ("process", "op_id", "type", "t", "topic", "partition", "offset")
 Place = tuple[str, int, int]  #: (topic, partition, offset)
 
 
@@ -53,6 +55,11 @@ class Refine:
     needs: Callable[[Any, list[dict[str, Any]]], tuple[set[str], set[Place]]]
     #: (example evidence, exact records) -> None: replaces the LATER fields
     apply: Callable[[dict[str, Any], Exact], None]
+
+
+def fields_of(struct: str, names: Sequence[str]) -> Column:
+    """The struct of ``struct``'s fields ``names``, in that order (an evidence object)."""
+    return F.struct(*(F.col(f"{struct}.{name}") for name in names))
 
 
 def fill(evidence: dict[str, Any], key: str, value: Any) -> None:

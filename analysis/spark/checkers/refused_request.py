@@ -9,7 +9,7 @@ from pyspark.sql import functions as F
 
 from ....rundir.schema import EventType, Outcome
 from ...rules import refused_request
-from .base import OP_ITEM, CheckOutput, anomalies
+from .base import OP_ITEM, READ_EVIDENCE, CheckOutput, anomalies, fields_of
 from .context import CheckContext
 from .protocol import Reads
 
@@ -81,15 +81,7 @@ def check(ctx: CheckContext) -> CheckOutput:
             F.col("first.t"),
             {
                 "probe": F.col("probe"),
-                "first_read": F.struct(
-                    F.col("first.process"),
-                    F.col("first.op_id"),
-                    F.col("first.type"),
-                    F.col("first.t"),
-                    F.col("first.topic"),
-                    F.col("first.partition"),
-                    F.col("first.offset"),
-                ),
+                "first_read": fields_of("first", READ_EVIDENCE),
                 "times_read": F.col("n"),
             },
         )

@@ -10,7 +10,7 @@ from pyspark.sql import functions as F
 
 from ....rundir.schema import EventType
 from ...rules import unwritten_read
-from .base import OP_ITEM, CheckOutput, anomalies
+from .base import OP_ITEM, READ_EVIDENCE, CheckOutput, anomalies, fields_of
 from .context import CheckContext
 from .protocol import Reads
 
@@ -75,27 +75,11 @@ def check(ctx: CheckContext) -> CheckOutput:
             F.col("first.t"),
             {
                 "value": F.col("value"),
-                "read": F.struct(
-                    F.col("first.process"),
-                    F.col("first.op_id"),
-                    F.col("first.type"),
-                    F.col("first.t"),
-                    F.col("first.topic"),
-                    F.col("first.partition"),
-                    F.col("first.offset"),
-                    F.col("first.key"),
-                ),
+                "read": fields_of("first", (*READ_EVIDENCE, "key")),
                 "times_read": F.col("n"),
                 "written": F.when(
                     F.col("least").isNotNull(),
-                    F.struct(
-                        F.col("least.process"),
-                        F.col("least.op_id"),
-                        F.col("least.type"),
-                        F.col("least.topic"),
-                        F.col("least.partition"),
-                        F.col("least.key"),
-                    ),
+                    fields_of("least", ("process", "op_id", "type", "topic", "partition", "key")),
                 ),
             },
         )
