@@ -198,7 +198,9 @@ class ClusterHandle(abc.ABC):
         return {n.id: n.metrics_url for n in self.nodes if n.metrics_url}
 
     # ---- node faults -------------------------------------------------------------------
-    def _require(self, fault: str, node_id: int) -> None:
+    def require(self, fault: str, node_id: int) -> None:
+        """Raise :class:`UnsupportedFault` unless this launcher can do ``fault`` to the node
+        (a fault that combines steps checks the last one before it takes the first)."""
         if fault not in self.capabilities:
             raise UnsupportedFault(
                 f"the {self.launcher} launcher cannot {fault} nodes "
@@ -208,7 +210,7 @@ class ClusterHandle(abc.ABC):
 
     def kill(self, node_id: int) -> None:
         """Kill the node abruptly (SIGKILL / docker kill); it stays down until restart."""
-        self._require(KILL, node_id)
+        self.require(KILL, node_id)
         self._end_span(PAUSE, node_id)
         start = time.time()
         self._kill(node_id)
@@ -216,21 +218,21 @@ class ClusterHandle(abc.ABC):
 
     def pause(self, node_id: int) -> None:
         """Freeze the node (SIGSTOP / docker pause): connections stay open, nothing answers."""
-        self._require(PAUSE, node_id)
+        self.require(PAUSE, node_id)
         self._pause(node_id)
         with self._lock:
             self._spans.setdefault((PAUSE, node_id), time.time())
 
     def resume(self, node_id: int) -> None:
         """Undo :meth:`pause`."""
-        self._require(RESUME, node_id)
+        self.require(RESUME, node_id)
         self._resume(node_id)
         self._end_span(PAUSE, node_id)
 
     def restart(self, node_id: int) -> None:
         """Stop the node cleanly if it runs (paused: resumed first), start it again with the
         same data and addresses; returns once it serves."""
-        self._require(RESTART, node_id)
+        self.require(RESTART, node_id)
         start = time.time()
         self._restart(node_id)
         self._end_span(PAUSE, node_id)
@@ -240,7 +242,7 @@ class ClusterHandle(abc.ABC):
         """Leave a torn tail in a node's files, as a power loss can
         (:mod:`~txnchaos.harness.faults.torn_tail`); the node must be down (killed).
         Returns what was torn, one line each."""
-        self._require(TEAR, node_id)
+        self.require(TEAR, node_id)
         from ..faults.torn_tail import tear_node
 
         return tear_node(self._node_dir(node_id))
@@ -250,14 +252,14 @@ class ClusterHandle(abc.ABC):
 
     def disconnect(self, node_id: int) -> None:
         """Cut the node off the network (docker network disconnect)."""
-        self._require(DISCONNECT, node_id)
+        self.require(DISCONNECT, node_id)
         self._disconnect(node_id)
         with self._lock:
             self._spans.setdefault((DISCONNECT, node_id), time.time())
 
     def reconnect(self, node_id: int) -> None:
         """Undo :meth:`disconnect`."""
-        self._require(RECONNECT, node_id)
+        self.require(RECONNECT, node_id)
         self._reconnect(node_id)
         self._end_span(DISCONNECT, node_id)
 

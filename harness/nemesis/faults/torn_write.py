@@ -12,7 +12,6 @@ import time
 from typing import TYPE_CHECKING
 
 from ...launch.base import TEAR
-from ...launch.errors import UnsupportedFault
 from .process import LastingProcessFault
 
 if TYPE_CHECKING:
@@ -33,10 +32,7 @@ class TornWriteFault(LastingProcessFault):
 
     def apply(self, context: FaultContext, index: int, fault: ScheduledFault) -> None:
         assert fault.node is not None
-        if TEAR not in context.handle.capabilities:  # not after the kill: the node stays up
-            raise UnsupportedFault(
-                f"the {context.handle.launcher} launcher cannot tear nodes' files"
-            )
+        context.handle.require(TEAR, fault.node)  # before the kill: else the node stays down
         started = time.time()
         context.handle.kill(fault.node)
         what = summary(context.handle.tear(fault.node))
