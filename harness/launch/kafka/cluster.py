@@ -106,6 +106,7 @@ class KafkaCluster:
     _procs: dict[int, subprocess.Popen[bytes]] = field(default_factory=dict)
     _lib: Path | None = None
     _agent: Path | None = None
+    _segments: SegmentSize | None = None
     _zookeeper: subprocess.Popen[bytes] | None = None
 
     # ---- construction --------------------------------------------------------------
@@ -185,8 +186,11 @@ class KafkaCluster:
 
     @property
     def segments(self) -> SegmentSize:
-        """How the scenario's log.segment.bytes reaches this release (see SegmentSize)."""
-        return SegmentSize.plan(self.layout.settings, self.release.version, self.lib)
+        """How the scenario's log.segment.bytes reaches this release (see SegmentSize); planned
+        once (it reads the release's jar), as the settings are fixed once the cluster is."""
+        if self._segments is None:
+            self._segments = SegmentSize.plan(self.layout.settings, self.release.version, self.lib)
+        return self._segments
 
     @property
     def agent(self) -> Path:
