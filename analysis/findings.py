@@ -1,10 +1,16 @@
 """The verdict's ``findings``, shared by both engines: what the run found besides the checkers'
-anomalies.  One kind so far, ``client_crash``: a workload client process that died from a signal
-or a library assertion (``client-crashes/*.json``, written by the workload as it happened), with
-the faults active at that moment and in the half minute before (from the nemesis log), and the
-command that repeats the run.  A client crash is a bug in a client library, not in the cluster:
-it leaves the cluster's verdict alone and makes the run's exit code 1 (verdict.py). In words:
-rundir/verdict_file.py (``finding_line``), which the nightly rows read too."""
+anomalies, each with the faults active at that moment and in the half minute before (from the
+nemesis log) and the command that repeats the run.  Two kinds:
+
+* ``client_crash``: a workload client process that died from a signal or a library assertion
+  (``client-crashes/*.json``, written by the workload as it happened).  A bug in a client
+  library, not in the cluster.
+* ``node_error``: an exception that escaped the code of one of the cluster's own nodes
+  (txnchaos flavour; rundir/node_errors.py reads them from the nodes' logs), one per type and
+  place in the code.  A bug in the cluster that clients may never see.
+
+Either leaves the checkers' verdict alone and makes the run's exit code 1 (verdict.py). In
+words: rundir/verdict_file.py (``finding_line``), which the nightly rows read too."""
 
 from __future__ import annotations
 
@@ -13,10 +19,25 @@ from pathlib import Path
 from typing import Any
 
 from ..rundir.client_crashes import read_crashes
+from ..rundir.node_errors import MAX_DISTINCT, NodeError, read_node_errors
 from ..rundir.outcome_log import read_outcomes
-from ..rundir.verdict_file import BEFORE_S, CLIENT_CRASH, finding_line
+from ..rundir.verdict_file import (
+    BEFORE_S,
+    CLIENT_CRASH,
+    NODE_ERROR,
+    finding_line,
+    judged_cluster,
+)
 
-__all__ = ["BEFORE_S", "CLIENT_CRASH", "client_crash_finding", "finding_line", "read_findings"]
+__all__ = [
+    "BEFORE_S",
+    "CLIENT_CRASH",
+    "NODE_ERROR",
+    "client_crash_finding",
+    "finding_line",
+    "node_error_finding",
+    "read_findings",
+]
 
 SCENARIO_FILE = "scenario.yaml"
 
@@ -66,6 +87,20 @@ def _shown(span: dict[str, Any], origin_s: float | None) -> dict[str, Any]:
     }
 
 
+def _around(
+    spans: list[dict[str, Any]], t: float | None, origin_s: float | None
+) -> dict[str, list[dict[str, Any]]]:
+    """The faults active at ``t`` and those healed in the ``BEFORE_S`` before it."""
+    if t is None:
+        return {"faults_active": [], "faults_before": []}
+    active = [s for s in spans if s["applied"] <= t and (s["healed"] is None or s["healed"] >= t)]
+    before = [s for s in spans if s["healed"] is not None and t - BEFORE_S <= s["healed"] < t]
+    return {
+        "faults_active": [_shown(s, origin_s) for s in active],
+        "faults_before": [_shown(s, origin_s) for s in before],
+    }
+
+
 def client_crash_finding(
     record: dict[str, Any],
     spans: list[dict[str, Any]],
@@ -75,8 +110,6 @@ def client_crash_finding(
     """One crash record as a finding, with the faults around it."""
     t = (record.get("time_ns") or 0) / 1e9
     origin_s = origin_ns / 1e9 if origin_ns else None
-    active = [s for s in spans if s["applied"] <= t and (s["healed"] is None or s["healed"] >= t)]
-    before = [s for s in spans if s["healed"] is not None and t - BEFORE_S <= s["healed"] < t]
     return {
         "kind": CLIENT_CRASH,
         "process": record["process"],
@@ -90,8 +123,7 @@ def client_crash_finding(
         "exit_code": record.get("exit_code"),
         "message": record.get("message"),
         "in_flight": record.get("in_flight") or [],
-        "faults_active": [_shown(s, origin_s) for s in active],
-        "faults_before": [_shown(s, origin_s) for s in before],
+        **_around(spans, t, origin_s),
         "restarted_as": record.get("restarted_as"),
         "log": record.get("log"),
         "log_tail": record.get("log_tail") or [],
@@ -99,16 +131,44 @@ def client_crash_finding(
     }
 
 
+def node_error_finding(
+    error: NodeError,
+    spans: list[dict[str, Any]],
+    origin_ns: int | None,
+    repeat: str | None,
+) -> dict[str, Any]:
+    """One kind of node error as a finding, with the faults around its first occurrence."""
+    origin_s = origin_ns / 1e9 if origin_ns else None
+    t = error.time_s
+    at = round(t - origin_s, 3) if t is not None and origin_s is not None else None
+    return {
+        "kind": NODE_ERROR,
+        **error.to_json(),
+        "at_s": at,
+        **_around(spans, t, origin_s),
+        "repeat": repeat,
+    }
+
+
 def read_findings(
     run_dir: str | os.PathLike[str], schedule: list[dict[str, Any]], info: dict[str, Any]
 ) -> tuple[list[dict[str, Any]], str | None]:
-    """The run's findings, and a note naming what could not be read."""
+    """The run's findings (client crashes first), and a note naming what could not be read."""
     crashes, note = read_crashes(run_dir)
-    if not crashes:
+    errors: list[NodeError] = []
+    if judged_cluster(info)["flavour"] == "txnchaos":
+        errors, logs_note = read_node_errors(run_dir)
+        note = "; ".join(filter(None, (note, logs_note))) or None
+    if not crashes and not errors:
         return [], note
     lines, _ = read_outcomes(run_dir)
     spans = _spans(schedule, lines)
     origin = info.get("workload_started_ns") or info.get("started_ns")
     scenario = Path(run_dir) / SCENARIO_FILE
     repeat = f"txnchaos run {scenario}" if scenario.is_file() else None
-    return [client_crash_finding(r, spans, origin, repeat) for r in crashes], note
+    findings = [client_crash_finding(r, spans, origin, repeat) for r in crashes]
+    findings += [node_error_finding(e, spans, origin, repeat) for e in errors[:MAX_DISTINCT]]
+    if len(errors) > MAX_DISTINCT:
+        more = f"{len(errors) - MAX_DISTINCT} more kinds of node error not listed"
+        note = "; ".join(filter(None, (note, more)))
+    return findings, note

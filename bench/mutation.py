@@ -116,7 +116,8 @@ def check_all(mutants: list[Mutant], cluster_src: Path) -> None:
 
 
 def judged(run_dir: Path) -> tuple[list[str], list[str]]:
-    """The checkers (and anomaly kinds) that flagged the run."""
+    """The checkers (and anomaly kinds) that flagged the run, and ``node_error`` when an
+    exception escaped a node's code (the verdict's findings)."""
     try:
         verdict = json.loads((run_dir / "verdict.json").read_text())
     except (OSError, ValueError):
@@ -126,6 +127,13 @@ def judged(run_dir: Path) -> tuple[list[str], list[str]]:
         if c.get("status") == "invalid" or (c.get("anomaly_count") or 0) > 0:
             checkers.append(name)
             kinds += [f"{name}.{k}" for k, n in (c.get("counts") or {}).items() if n]
+    # an exception that escaped a node's code is the cluster's bug, seen by the run too
+    errors = [f for f in verdict.get("findings") or [] if f.get("kind") == "node_error"]
+    if errors:
+        checkers.append("node_error")
+        kinds += sorted(
+            {f"node_error.{str(f.get('exception')).rsplit('.', 1)[-1]}" for f in errors}
+        )
     return checkers, kinds
 
 

@@ -79,8 +79,10 @@ def no_chaos(section: dict[str, Any] | None) -> str | None:
     return f"no fault was applied ({', '.join(parts)})"
 
 
-#: the kind of finding a client crash is (the verdict's ``findings``: analysis/findings.py)
+#: the kinds of finding (the verdict's ``findings``: analysis/findings.py): a client library
+#: crashed; an exception escaped a txnchaos node's code (rundir/node_errors.py)
 CLIENT_CRASH = "client_crash"
+NODE_ERROR = "node_error"
 #: how far before a crash a healed fault is still listed (``faults_before``): a lost response
 #: surfaces when its request times out, up to a transaction timeout later
 BEFORE_S = 30.0
@@ -89,6 +91,8 @@ BEFORE_S = 30.0
 def finding_line(f: dict[str, Any]) -> str:
     """A finding of the verdict in one line (the verdict's summary, the report, nightly,
     JUnit)."""
+    if f.get("kind") == NODE_ERROR:
+        return _node_error_line(f)
     if f.get("kind") != CLIENT_CRASH:
         return f"{f.get('kind')}: {f}"
     lib = " ".join(str(x) for x in (f.get("library"), f.get("library_version")) if x)
@@ -104,6 +108,19 @@ def finding_line(f: dict[str, Any]) -> str:
         f"{f.get('signal') or 'exit ' + str(f.get('exit_code'))}: {f.get('message')}; "
         f"in flight: {flight or 'nothing'}; faults active: {active}; "
         f"healed in the {BEFORE_S:g} s before: {before}"
+    )
+
+
+def _node_error_line(f: dict[str, Any]) -> str:
+    at = f" at +{f['at_s']:.1f} s" if isinstance(f.get("at_s"), int | float) else ""
+    nodes = ", ".join(f.get("nodes") or [str(f.get("node"))])
+    times = f" ({f['count']} times)" if (f.get("count") or 1) > 1 else ""
+    detail = f": {f['detail']}" if f.get("detail") else ""
+    logged = f"; logged as: {f['message']}" if f.get("message") else ""
+    active = ", ".join(_fault_words(x) for x in f.get("faults_active") or []) or "none"
+    return (
+        f"node error: {nodes}{at}{times}: {f.get('exception')}{detail} in {f.get('where')}"
+        f"{logged}; faults active: {active}"
     )
 
 

@@ -224,10 +224,12 @@ class ProducerStateManager:
         return self.producers.get(pid)
 
     def earliest_open_transaction_start(self) -> int:
-        """The earliest start timestamp of the open transactions here; -1 if none."""
+        """The earliest start timestamp of the open transactions here; -1 if none.  Read by
+        the metrics endpoint's thread while the node's loop changes ``_ongoing``: it iterates
+        a copy (taken in one step under the GIL)."""
         starts = [
             e.current_txn_start_timestamp
-            for pid in self._ongoing
+            for pid in list(self._ongoing)
             if (e := self.producers.get(pid)) is not None and e.current_txn_start_timestamp >= 0
         ]
         return min(starts, default=-1)

@@ -424,6 +424,10 @@ class _Suspended:
             server._observe(ctx.api_key, ctx.api_version, None, self.started, self.bytes_in, 0)
             self.conn._handler_finished(None, exc)
             return
+        except asyncio.CancelledError:
+            # what it waited on was cancelled: the node is stopping (not a failure to log)
+            self.conn._handler_finished(None, CloseConnection("request cancelled"))
+            return
         except Exception as exc:
             log.exception("handler for api %d v%d failed", ctx.api_key, ctx.api_version)
             self.conn._handler_finished(None, CloseConnection(str(exc)))

@@ -25,7 +25,14 @@ from .plan import (
     nth_run,
     scenario_files,
 )
-from .results import HARNESS_FAILED, INVALID, RunRow, fill_from_run_dir
+from .results import (
+    CLIENT_CRASH,
+    HARNESS_FAILED,
+    INVALID,
+    NODE_ERROR,
+    RunRow,
+    fill_from_run_dir,
+)
 from .runner import execute, run_command, shown
 from .shrinking import ShrinkPolicy, shrink_row, wanted
 
@@ -236,7 +243,8 @@ class Night:
                 "invalid": sum(1 for r in rows if r.verdict == INVALID),
                 "harness_failed": sum(1 for r in rows if r.verdict == HARNESS_FAILED),
                 "nemesis_failed": sum(1 for r in rows if r.nemesis_errors),
-                "client_crash": sum(1 for r in rows if r.findings),
+                "node_error": sum(1 for r in rows if r.findings_of(NODE_ERROR)),
+                "client_crash": sum(1 for r in rows if r.findings_of(CLIENT_CRASH)),
                 "no_chaos": sum(1 for r in rows if r.no_chaos),
             },
             "runs": [r.to_json() for r in rows],

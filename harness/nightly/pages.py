@@ -53,6 +53,10 @@ class Night:
         return "passed" if self.passed == self.runs else "failed"
 
     @property
+    def node_error(self) -> int:
+        return self.outcomes.get("node_error", 0)
+
+    @property
     def client_crash(self) -> int:
         return self.outcomes.get("client_crash", 0)
 

@@ -25,10 +25,13 @@ HARNESS_FAILED = "harness_failed"
 #: why a run did not pass, most serious first (a row's ``problems``; JUnit's failure types)
 HARNESS = "harness"  # the harness failed: no verdict
 UNEXPECTED = "unexpected_verdict"  # valid where invalid was expected, or the other way round
+NODE_ERROR = "node_error"  # an exception escaped a cluster node's code (the verdict's findings)
 CLIENT_CRASH = "client_crash"  # a client library crashed (the verdict's findings)
 NO_CHAOS = "no_chaos"  # faults were scheduled and none was applied
 NEMESIS = "nemesis"  # the nemesis had errors: not every fault was carried out
-PROBLEMS = (HARNESS, UNEXPECTED, CLIENT_CRASH, NO_CHAOS, NEMESIS)
+PROBLEMS = (HARNESS, UNEXPECTED, NODE_ERROR, CLIENT_CRASH, NO_CHAOS, NEMESIS)
+#: how finding_line begins each kind's line (rundir/verdict_file.py)
+_FINDING_PREFIX = {NODE_ERROR: "node error:", CLIENT_CRASH: "client crash:"}
 
 
 @dataclass
@@ -62,7 +65,8 @@ class RunRow:
     #: scenario asks, so it does not pass, whatever its verdict
     nemesis: str | None = None
     nemesis_errors: list[str] = field(default_factory=list)
-    #: the verdict's findings in a line each (client crashes): a finding fails the run
+    #: the verdict's findings in a line each (node errors, client crashes): a finding fails
+    #: the run
     findings: list[str] = field(default_factory=list)
     #: why the run tested no chaos although faults were scheduled (none applied), if so
     no_chaos: str | None = None
@@ -81,13 +85,16 @@ class RunRow:
             out.append(HARNESS)
         elif self.verdict != self.expected:
             out.append(UNEXPECTED)
-        if self.findings:
-            out.append(CLIENT_CRASH)
+        out += [kind for kind in (NODE_ERROR, CLIENT_CRASH) if self.findings_of(kind)]
         if self.no_chaos:
             out.append(NO_CHAOS)
         if self.nemesis_errors:
             out.append(NEMESIS)
         return out
+
+    def findings_of(self, kind: str) -> list[str]:
+        """The finding lines of one kind (NODE_ERROR, CLIENT_CRASH)."""
+        return [f for f in self.findings if f.startswith(_FINDING_PREFIX[kind])]
 
     @property
     def judged(self) -> str:
@@ -113,9 +120,13 @@ class RunRow:
         """The verdict as shown, with what else failed: ``valid, client crash``, ``valid,
         no chaos``, ``valid, nemesis errors 2``."""
         parts = [self.verdict]
-        if self.findings:
-            n = len(self.findings)
-            parts.append("client crash" if n == 1 else f"client crashes {n}")
+        for kind, one, many in (
+            (NODE_ERROR, "node error", "node errors"),
+            (CLIENT_CRASH, "client crash", "client crashes"),
+        ):
+            n = len(self.findings_of(kind))
+            if n:
+                parts.append(one if n == 1 else f"{many} {n}")
         if self.no_chaos:
             parts.append("no chaos")
         if self.nemesis_errors:

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 OUTCOMES = {
     "passed": ("as expected", "#2ca02c"),
     "unexpected_verdict": ("unexpected verdict", "#d62728"),
+    "node_error": ("node error", "#17becf"),
     "client_crash": ("client crash", "#9467bd"),
     "no_chaos": ("no chaos", "#ff7f0e"),
     "nemesis": ("nemesis errors", "#e377c2"),

@@ -119,6 +119,16 @@ def test_the_nodes_run_the_mutant_and_the_harness_detects_it(tmp_path: Path) -> 
     assert "if False:" in (tree / "broker" / "partition.py").read_text()
 
 
+def test_a_node_error_is_a_detection(tmp_path: Path) -> None:
+    """A mutant that makes a node raise is seen even when every checker is valid: the
+    node_error finding counts as the detecting checker, with the exception's type."""
+    mutation = _bench_module("mutation")
+    error = {"kind": "node_error", "exception": "txnchaos.cluster.x.CorruptBatch"}
+    verdict = {"status": "valid", "checkers": {}, "findings": [error, {"kind": "client_crash"}]}
+    (tmp_path / "verdict.json").write_text(json.dumps(verdict))
+    assert mutation.judged(tmp_path) == (["node_error"], ["node_error.CorruptBatch"])
+
+
 def test_a_client_crash_is_counted_apart_from_harness_errors(tmp_path: Path) -> None:
     """A run that exits 1 with every checker valid and a client_crash finding (librdkafka's
     assertion under the network mix) is a client crash, neither a detection nor a harness

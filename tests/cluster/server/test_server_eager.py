@@ -5,6 +5,7 @@ everything stays in order per connection. Also ``eager_task``."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import struct
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -204,6 +205,42 @@ async def test_a_failing_held_handler_closes_its_connection() -> None:
         await asyncio.sleep(0)
         handlers.release.set()
         assert await client.closed()
+
+
+class _Errors(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+@async_test
+async def test_a_held_handler_whose_wait_is_cancelled_closes_quietly() -> None:
+    """A node that stops cancels what its parked handlers wait on: the connection closes and
+    nothing is logged as an error (the run's node-error finding reads those)."""
+    handlers = Handlers()
+    waited: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    async def wait_cancelled(ctx: RequestContext, req: Any) -> Any:
+        handlers.held.set()
+        await waited
+        return ctx.respond(throttle_time=0, results_by_topic_v3_and_below=[])
+
+    handlers.add_partitions = wait_cancelled  # type: ignore[method-assign]
+    errors = _Errors()
+    logging.getLogger().addHandler(errors)
+    try:
+        async with serving(handlers) as (_, connect):
+            client = await connect()
+            await client.send(add_partitions(1))
+            await asyncio.wait_for(handlers.held.wait(), LIMIT)
+            waited.cancel()
+            assert await client.closed()
+    finally:
+        logging.getLogger().removeHandler(errors)
+    assert [r.getMessage() for r in errors.records] == []
 
 
 @async_test

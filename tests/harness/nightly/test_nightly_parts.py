@@ -332,6 +332,47 @@ def test_a_client_crash_is_its_own_class_and_junit_failure(tmp_path: Path) -> No
     assert "1 with a client crash" in page and 'class="client_crash"' in page
 
 
+NODE_ERROR = {
+    "kind": "node_error",
+    "node": "node-2",
+    "nodes": ["node-2"],
+    "exception": "txnchaos.cluster.protocol.record_batch.CorruptBatch",
+    "detail": "crc mismatch",
+    "where": "storage/segment.py:107 in iter_batches",
+    "message": "cannot open events-1",
+    "at_s": 31.5,
+    "count": 2,
+    "faults_active": [],
+    "faults_before": [],
+}
+
+
+def test_a_node_error_comes_before_a_client_crash_and_is_its_own_junit_failure(
+    tmp_path: Path,
+) -> None:
+    """An exception that escaped a node is the cluster's bug: its own class, more serious
+    than a client's crash, named in the row, the JUnit failure and the summary."""
+    r = row(1, exit_code=1)
+    write_run(tmp_path, r, {**verdict("valid", {}), "findings": [CRASH, NODE_ERROR]})
+    fill_from_run_dir(r, tmp_path)
+    assert r.problems == ["node_error", "client_crash"] and r.status_class == "node_error"
+    assert r.outcome == "valid, node error, client crash"
+    (line,) = r.findings_of("node_error")
+    assert line.startswith("node error: node-2 at +31.5 s (2 times): ")
+    assert "CorruptBatch: crc mismatch in storage/segment.py:107" in line
+    write_junit([r], tmp_path / "junit.xml", 1.0)
+    failure = ET.parse(tmp_path / "junit.xml").getroot().find("testsuite/testcase/failure")
+    assert failure is not None and failure.get("type") == "node_error"
+    assert (failure.get("message") or "").startswith("node error: node-2")
+    write_summary_html(
+        {"night": "n", "started": "s", "wall_s": 1.0, "totals": {"node_error": 1}},
+        [r],
+        tmp_path / "s.html",
+    )
+    page = (tmp_path / "s.html").read_text()
+    assert "1 with a node error" in page and '<span class="node_error">node error: ' in page
+
+
 def test_a_run_whose_faults_were_all_missed_is_no_chaos(tmp_path: Path) -> None:
     r = row(1, exit_code=0)
     error = {"action": 0, "kind": "pause", "step": "apply", "at": 4.0, "error": "node is down"}

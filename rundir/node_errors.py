@@ -1,0 +1,226 @@
+"""Unhandled errors inside the cluster's own nodes, read from their logs.
+
+A txnchaos node answers every request it cannot serve with an error code; an exception that
+escapes a request handler or a background task (an ``IndexError`` in recovery, a
+``KeyError`` in the marker sender, an assertion) is a bug in the node even when no client
+ever sees its effect: the request gets no answer, a task stops, a partition stays closed.
+The checkers judge what clients saw; this module finds what the nodes themselves reported.
+
+Read from ``cluster/node-<id>/node.log`` (the local launcher writes it as the node runs, the
+docker launcher saves the container's log there when the cluster stops).  A node logs a
+traceback after an ``ERROR`` line (``log.exception``), or bare on its standard error (an
+exception in a thread, such as the metrics endpoint's).  Each traceback ends with the
+exception's type; that type decides whether it counts:
+
+* errors of the environment do not: the whole ``OSError`` family (connections reset or
+  refused, a full or failing disk, a timeout), a cancelled task at shutdown, a peer that
+  cannot be reached.  Faults cause those on purpose.  Nor do the tracebacks Python prints
+  under ``Exception ignored in:`` as a stopping node's unfinished coroutines are collected
+  after its loop closed.
+* every other type does (``AssertionError``, ``KeyError``, ``RuntimeError``,
+  ``CorruptBatch``, ...): nothing the harness does to a node should make its code raise them.
+
+ERROR lines without a traceback are left alone: some are the node's own account of a refused
+state (``cannot fence epoch MAX``) rather than a fault in its code.
+
+Only the txnchaos flavour is read: Apache Kafka logs its own exceptions at ERROR under
+ordinary faults (a fetch from a stopped broker), with another format.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+#: where each node's log is, relative to the run directory
+NODE_LOGS = "cluster/node-*/node.log"
+#: the exception types (the last part of the name) that faults cause on purpose
+ENVIRONMENT = frozenset(
+    {
+        "OSError",
+        "IOError",
+        "EnvironmentError",
+        "ConnectionError",
+        "ConnectionResetError",
+        "ConnectionAbortedError",
+        "ConnectionRefusedError",
+        "BrokenPipeError",
+        "TimeoutError",
+        "FileNotFoundError",
+        "FileExistsError",
+        "PermissionError",
+        "IsADirectoryError",
+        "NotADirectoryError",
+        "InterruptedError",
+        "BlockingIOError",
+        "gaierror",
+        "SSLError",
+        "CancelledError",
+        "IncompleteReadError",
+        "PeerUnavailable",
+        "KeyboardInterrupt",
+        "SystemExit",
+    }
+)
+#: how many distinct errors a run reports in full (the rest are counted)
+MAX_DISTINCT = 10
+
+_HEADER = re.compile(
+    r"^(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(?P<ms>\d{3}) (?P<node>node-\d+) "
+    r"(?P<level>[A-Z]+) (?P<logger>[^:]+): (?P<message>.*)$"
+)
+_TRACEBACK = "Traceback (most recent call last):"
+_CHAINING = (
+    "During handling of the above exception",
+    "The above exception was the direct cause",
+)
+_EXCEPTION = re.compile(r"^(?P<type>[A-Za-z_][\w.]*)(?::\s?(?P<detail>.*))?$")
+_FRAME = re.compile(r'^\s+File "(?P<path>[^"]+)", line (?P<line>\d+), in (?P<func>.+)$')
+
+
+@dataclass
+class NodeError:
+    """One kind of unhandled error (same type, same place in the code) and how often."""
+
+    node: str  # the first node that logged it: node-1001
+    exception: str  # its type as logged: txnchaos.cluster.protocol.record_batch.CorruptBatch
+    detail: str  # the exception's message
+    where: str  # the innermost frame in the cluster's code: storage/log.py:153 in _load
+    message: str | None  # the ERROR line before the traceback, if one was
+    time_s: float | None  # when it was first logged (epoch seconds, from the log's clock)
+    count: int = 1
+    nodes: list[str] = field(default_factory=list)
+
+    @property
+    def type_name(self) -> str:
+        return self.exception.rsplit(".", 1)[-1]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "node": self.node,
+            "nodes": self.nodes,
+            "exception": self.exception,
+            "detail": self.detail,
+            "where": self.where,
+            "message": self.message,
+            "time_s": self.time_s,
+            "count": self.count,
+        }
+
+
+def is_environment(exception: str) -> bool:
+    """Whether an exception type (as a traceback names it) is one faults cause on purpose."""
+    return exception.rsplit(".", 1)[-1] in ENVIRONMENT
+
+
+def _epoch(ts: str, ms: str) -> float | None:
+    try:
+        return time.mktime(time.strptime(ts, "%Y-%m-%d %H:%M:%S")) + int(ms) / 1000
+    except ValueError:
+        return None
+
+
+def _where(frames: list[tuple[str, str, str]]) -> str:
+    """The innermost frame in the cluster's code (else the innermost frame at all)."""
+    for path, line, func in reversed(frames):
+        marker = "/cluster/"
+        if marker in path:
+            return f"{path.rsplit(marker, 1)[1]}:{line} in {func}"
+    if frames:
+        path, line, func = frames[-1]
+        return f"{os.path.basename(path)}:{line} in {func}"
+    return "?"
+
+
+def scan_log(text: str, node: str) -> list[NodeError]:
+    """Every traceback in one node's log that is not an error of the environment, in order
+    (not yet merged)."""
+    lines = text.splitlines()
+    found: list[NodeError] = []
+    header: re.Match[str] | None = None
+    header_at = -2
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        m = _HEADER.match(line)
+        if m:
+            header, header_at = m, i
+            i += 1
+            continue
+        if line != _TRACEBACK:
+            i += 1
+            continue
+        frames: list[tuple[str, str, str]] = []
+        last: re.Match[str] | None = None
+        j = i + 1
+        while j < len(lines) and not _HEADER.match(lines[j]):
+            text_j = lines[j]
+            f = _FRAME.match(text_j)
+            if f:
+                frames.append((f["path"], f["line"], f["func"]))
+            elif text_j and not text_j[0].isspace() and text_j != _TRACEBACK:
+                if text_j.startswith(_CHAINING):
+                    frames = []
+                else:
+                    e = _EXCEPTION.match(text_j)
+                    if e:
+                        last = e
+            j += 1
+        # "Exception ignored in: <coroutine ...>": a task collected after the node's loop
+        # closed (the process is exiting), not a failure of the code it ran
+        at_exit = i > 0 and lines[i - 1].startswith("Exception ignored in")
+        if last is not None and not at_exit and not is_environment(last["type"]):
+            # the ERROR line it belongs to ends right before it (a multi-line message aside)
+            owned = (
+                header is not None
+                and header["level"] in ("ERROR", "CRITICAL")
+                and header_at >= i - 3
+            )
+            found.append(
+                NodeError(
+                    node=node,
+                    exception=last["type"],
+                    detail=(last["detail"] or "").strip(),
+                    where=_where(frames),
+                    message=header["message"] if owned and header else None,
+                    time_s=_epoch(header["ts"], header["ms"]) if header else None,
+                    nodes=[node],
+                )
+            )
+        i = j
+    return found
+
+
+def merge(errors: list[NodeError]) -> list[NodeError]:
+    """One entry per (type, place), first seen first, counting repeats and the nodes."""
+    merged: dict[tuple[str, str], NodeError] = {}
+    for e in errors:
+        key = (e.exception, e.where)
+        seen = merged.get(key)
+        if seen is None:
+            merged[key] = e
+            continue
+        seen.count += e.count
+        seen.nodes += [n for n in e.nodes if n not in seen.nodes]
+        if e.time_s is not None and (seen.time_s is None or e.time_s < seen.time_s):
+            seen.time_s = e.time_s
+    return sorted(merged.values(), key=lambda e: (e.time_s is None, e.time_s or 0.0))
+
+
+def read_node_errors(run_dir: str | os.PathLike[str]) -> tuple[list[NodeError], str | None]:
+    """The run's node errors, merged, and a note naming the logs that could not be read."""
+    unreadable = []
+    errors: list[NodeError] = []
+    for path in sorted(Path(run_dir).glob(NODE_LOGS)):
+        try:
+            text = path.read_text(errors="replace")
+        except OSError as exc:
+            unreadable.append(f"{path.parent.name}: {exc.strerror or exc}")
+            continue
+        errors += scan_log(text, path.parent.name)
+    note = f"node logs not read: {', '.join(unreadable)}" if unreadable else None
+    return merge(errors), note
