@@ -120,7 +120,7 @@ def render_report(v: Verdict) -> str:
         stuck=[(sp, sp.sentence(t0)) for sp in stuck.values()],
         hidden_examples=hidden,
         findings=[
-            {**f, "line": finding_line(f), "at": page.seconds(f.get("time_ns"), t0)}
+            {**f, "line": finding_line(f), "at": page.seconds(_finding_ns(f), t0)}
             for f in v.findings
         ],
         nemesis_line=nemesis_line(v.nemesis) if v.nemesis else "",
@@ -128,3 +128,12 @@ def render_report(v: Verdict) -> str:
         engine_line=engine_line(v.to_json()),
         nemesis_errors=[nemesis_error_line(e) for e in (v.nemesis or {}).get("errors") or []],
     )
+
+
+def _finding_ns(f: dict[str, Any]) -> int | None:
+    """When a finding happened (epoch ns): a client crash's ``time_ns``, a node error's first
+    ``time_s``."""
+    if f.get("time_ns") is not None:
+        return int(f["time_ns"])
+    t = f.get("time_s")
+    return int(t * 1e9) if isinstance(t, int | float) else None

@@ -173,3 +173,13 @@ def test_apache_kafka_logs_are_not_read(tmp_path: Path) -> None:
     run = _run_with_logs(tmp_path, {"node-1": RECOVERY_BUG}, flavour="apache-kafka")
     v = engines.analyze(run, engine="reference", write=False)
     assert v.findings == [] and v.exit_code == 0
+
+
+def test_the_report_shows_a_node_error(tmp_path: Path) -> None:
+    run = _run_with_logs(tmp_path, {"node-2": RECOVERY_BUG})
+    v = engines.analyze(run, engine="reference", write=True)
+    assert v.exit_code == 1
+    page = (run / "report.html").read_text()
+    assert "<b>Node error</b>" in page
+    assert "CorruptBatch: crc mismatch</code> in <code>protocol/record_batch.py:88" in page
+    assert "<code>cluster/node-2/node.log</code>" in page
