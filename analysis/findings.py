@@ -5,9 +5,10 @@ nemesis log) and the command that repeats the run.  Two kinds:
 * ``client_crash``: a workload client process that died from a signal or a library assertion
   (``client-crashes/*.json``, written by the workload as it happened).  A bug in a client
   library, not in the cluster.
-* ``node_error``: an exception that escaped the code of one of the cluster's own nodes
-  (txnchaos flavour; rundir/node_errors.py reads them from the nodes' logs), one per type and
-  place in the code.  A bug in the cluster that clients may never see.
+* ``node_error``: an exception that escaped the code of one of the cluster's nodes (our
+  nodes' tracebacks; Apache Kafka's Java programming errors such as IllegalStateException;
+  rundir/node_errors.py reads them from the nodes' logs), one per type and place in the
+  code.  A bug in the cluster that clients may never see.
 
 Either leaves the checkers' verdict alone and makes the run's exit code 1 (verdict.py). In
 words: rundir/verdict_file.py (``finding_line``), which the nightly rows read too."""
@@ -155,10 +156,8 @@ def read_findings(
 ) -> tuple[list[dict[str, Any]], str | None]:
     """The run's findings (client crashes first), and a note naming what could not be read."""
     crashes, note = read_crashes(run_dir)
-    errors: list[NodeError] = []
-    if judged_cluster(info)["flavour"] == "txnchaos":
-        errors, logs_note = read_node_errors(run_dir)
-        note = "; ".join(filter(None, (note, logs_note))) or None
+    errors, logs_note = read_node_errors(run_dir, str(judged_cluster(info)["flavour"]))
+    note = "; ".join(filter(None, (note, logs_note))) or None
     if not crashes and not errors:
         return [], note
     lines, _ = read_outcomes(run_dir)

@@ -23,8 +23,15 @@ exception's type; that type decides whether it counts:
 ERROR lines without a traceback are left alone: some are the node's own account of a refused
 state (``cannot fence epoch MAX``) rather than a fault in its code.
 
-Only the txnchaos flavour is read: Apache Kafka logs its own exceptions at ERROR under
-ordinary faults (a fetch from a stopped broker), with another format.
+Apache Kafka's nodes (``node.log``, the JVM's SLF4J simple logger) log many exceptions at ERROR
+under ordinary faults (``NotLeaderOrFollowerException``, ``OutOfOrderSequenceException``, an
+``IOException`` from a cut link): those are Kafka telling a client no, not a fault in its code.
+What counts there is the Java programming errors (:data:`JAVA_PROGRAMMING_ERRORS`:
+``IllegalStateException``, ``NullPointerException``, ``IllegalArgumentException``, an index out
+of bounds, ...) thrown from Kafka's own code (a stack frame in ``org.apache.kafka`` or
+``kafka.``), wherever in an exception's chain: Kafka raises them when its own invariants break
+(KAFKA-19367 logged ``IllegalArgumentException: Illegal new producer epoch`` at every timeout
+round).
 """
 
 from __future__ import annotations
@@ -66,6 +73,26 @@ ENVIRONMENT = frozenset(
         "SystemExit",
     }
 )
+#: the Java exception types that mean a broken invariant in Kafka's code, not a refusal
+JAVA_PROGRAMMING_ERRORS = frozenset(
+    {
+        "java.lang.IllegalStateException",
+        "java.lang.IllegalArgumentException",
+        "java.lang.NullPointerException",
+        "java.lang.ClassCastException",
+        "java.lang.IndexOutOfBoundsException",
+        "java.lang.ArrayIndexOutOfBoundsException",
+        "java.lang.StringIndexOutOfBoundsException",
+        "java.lang.NegativeArraySizeException",
+        "java.lang.ArithmeticException",
+        "java.lang.AssertionError",
+        "java.lang.StackOverflowError",
+        "java.util.ConcurrentModificationException",
+        "java.util.NoSuchElementException",
+    }
+)
+#: the flavours whose logs are read, and how
+FLAVOURS = ("txnchaos", "apache-kafka")
 #: how many distinct errors a run reports in full (the rest are counted)
 MAX_DISTINCT = 10
 
@@ -195,6 +222,69 @@ def scan_log(text: str, node: str) -> list[NodeError]:
     return found
 
 
+_JAVA_HEADER = re.compile(
+    r"^(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)\.(?P<ms>\d{3}) \[[^\]]*\] "
+    r"(?P<level>[A-Z]+) (?P<logger>\S+) - (?P<message>.*)$"
+)
+_JAVA_EXCEPTION = re.compile(
+    r"^(?:Caused by: )?(?P<type>[a-z][\w$]*(?:\.[\w$]+)+)(?::\s?(?P<detail>.*))?$"
+)
+_JAVA_FRAME = re.compile(r"^\s+at (?P<frame>(?:[\w$]+/)?[\w$.<>]+\([^)]*\))$")
+_KAFKA_CODE = ("org.apache.kafka.", "kafka.")
+
+
+def _kafka_frame(frame: str) -> bool:
+    return frame.split("/", 1)[-1].startswith(_KAFKA_CODE)
+
+
+def scan_java_log(text: str, node: str) -> list[NodeError]:
+    """Every Java programming error thrown from Kafka's code in one Apache Kafka node's log
+    (each exception of a chain on its own), in order (not yet merged)."""
+    lines = text.splitlines()
+    found: list[NodeError] = []
+    header: re.Match[str] | None = None
+    header_at = -2
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        h = _JAVA_HEADER.match(line)
+        if h:
+            header, header_at = h, i
+            i += 1
+            continue
+        e = _JAVA_EXCEPTION.match(line)
+        if e is None or e["type"] not in JAVA_PROGRAMMING_ERRORS:
+            i += 1
+            continue
+        frames = []
+        j = i + 1
+        while j < len(lines) and (f := _JAVA_FRAME.match(lines[j])):
+            frames.append(f["frame"])
+            j += 1
+        ours = [fr.split("/", 1)[-1] for fr in frames if _kafka_frame(fr)]
+        if ours:
+            owned = (
+                header is not None and header["level"] in ("ERROR", "WARN") and header_at >= i - 3
+            )
+            found.append(
+                NodeError(
+                    node=node,
+                    exception=e["type"],
+                    detail=(e["detail"] or "").strip(),
+                    where=ours[0],
+                    message=header["message"][:300] if owned and header else None,
+                    time_s=_java_epoch(header["ts"], header["ms"]) if header else None,
+                    nodes=[node],
+                )
+            )
+        i = j
+    return found
+
+
+def _java_epoch(ts: str, ms: str) -> float | None:
+    return _epoch(ts.replace("T", " "), ms)
+
+
 def merge(errors: list[NodeError]) -> list[NodeError]:
     """One entry per (type, place), first seen first, counting repeats and the nodes."""
     merged: dict[tuple[str, str], NodeError] = {}
@@ -211,8 +301,15 @@ def merge(errors: list[NodeError]) -> list[NodeError]:
     return sorted(merged.values(), key=lambda e: (e.time_s is None, e.time_s or 0.0))
 
 
-def read_node_errors(run_dir: str | os.PathLike[str]) -> tuple[list[NodeError], str | None]:
-    """The run's node errors, merged, and a note naming the logs that could not be read."""
+def read_node_errors(
+    run_dir: str | os.PathLike[str], flavour: str = "txnchaos"
+) -> tuple[list[NodeError], str | None]:
+    """The run's node errors, merged, and a note naming the logs that could not be read.
+    ``flavour``: the cluster's (``txnchaos``: Python tracebacks; ``apache-kafka``: Java
+    programming errors)."""
+    if flavour not in FLAVOURS:
+        return [], None
+    scan = scan_log if flavour == "txnchaos" else scan_java_log
     unreadable = []
     errors: list[NodeError] = []
     for path in sorted(Path(run_dir).glob(NODE_LOGS)):
@@ -221,6 +318,6 @@ def read_node_errors(run_dir: str | os.PathLike[str]) -> tuple[list[NodeError], 
         except OSError as exc:
             unreadable.append(f"{path.parent.name}: {exc.strerror or exc}")
             continue
-        errors += scan_log(text, path.parent.name)
+        errors += scan(text, path.parent.name)
     note = f"node logs not read: {', '.join(unreadable)}" if unreadable else None
     return merge(errors), note

@@ -13,7 +13,12 @@ from pyspark.sql import SparkSession
 from txnchaos.analysis import analyze as engines
 from txnchaos.analysis.findings import finding_line
 from txnchaos.analysis.spark.pipeline import analyze as spark_analyze
-from txnchaos.rundir.node_errors import is_environment, read_node_errors, scan_log
+from txnchaos.rundir.node_errors import (
+    is_environment,
+    read_node_errors,
+    scan_java_log,
+    scan_log,
+)
 from txnchaos_testing.synthetic import Synth, SynthConfig
 
 from .engine_support import EXAMPLES, assert_same_verdict
@@ -169,10 +174,57 @@ def test_node_errors_are_findings_of_the_verdict_in_both_engines(
     assert "1 FINDING (node error)" in have.summary().splitlines()[0]
 
 
-def test_apache_kafka_logs_are_not_read(tmp_path: Path) -> None:
-    run = _run_with_logs(tmp_path, {"node-1": RECOVERY_BUG}, flavour="apache-kafka")
-    v = engines.analyze(run, engine="reference", write=False)
-    assert v.findings == [] and v.exit_code == 0
+KAFKA_END_TXN = """\
+2026-11-28T21:46:52.973 [data-plane-kafka-request-handler-2] ERROR kafka.server.KafkaApis - \
+[KafkaApi-2] Unexpected error handling request RequestHeader(apiKey=END_TXN, apiVersion=5)
+java.lang.IllegalStateException: Preparing transaction state transition to ONGOING while it \
+already a pending state PREPARE_EPOCH_FENCE
+\tat org.apache.kafka.coordinator.transaction.TransactionMetadata.prepareTransitionTo(\
+TransactionMetadata.java:321)
+\tat scala.util.Either.flatMap(Either.scala:360)
+\tat kafka.server.KafkaApis.handle(KafkaApis.scala:197)
+\tat java.base/java.lang.Thread.run(Thread.java:840)
+"""
+
+KAFKA_REFUSALS = """\
+2026-11-29T00:48:32.400 [data-plane-kafka-request-handler-7] ERROR kafka.server.ReplicaManager - \
+[ReplicaManager broker=2] Error processing append operation on partition events-3
+org.apache.kafka.common.errors.OutOfOrderSequenceException: Out of order sequence number
+2026-11-29T00:48:33.000 [kafka-shutdown-hook] ERROR org.apache.kafka.coordinator.common.runtime.\
+CoordinatorRuntime - Failed to load metadata from __consumer_offsets-28
+java.lang.RuntimeException: Coordinator loader is closed.
+\tat org.apache.kafka.coordinator.common.runtime.CoordinatorLoaderImpl.doLoad(\
+CoordinatorLoaderImpl.java:166)
+SEVERE: The Prometheus metrics HTTPServer caught an Exception
+java.lang.IllegalStateException: not Kafka's
+\tat io.prometheus.jmx.Exporter.send(Exporter.java:10)
+"""
+
+
+def test_kafka_logs_give_its_programming_errors_only() -> None:
+    """A refusal (OutOfOrderSequenceException), a shutdown's RuntimeException and an
+    exception of the metrics agent's own code are not Kafka's bugs; an
+    IllegalStateException thrown from Kafka's transaction coordinator is."""
+    assert scan_java_log(KAFKA_REFUSALS, "node-2") == []
+    (e,) = scan_java_log(KAFKA_END_TXN, "node-2")
+    assert e.exception == "java.lang.IllegalStateException"
+    assert e.detail.endswith("already a pending state PREPARE_EPOCH_FENCE")
+    assert e.where == (
+        "org.apache.kafka.coordinator.transaction.TransactionMetadata.prepareTransitionTo("
+        "TransactionMetadata.java:321)"
+    )
+    assert e.message is not None and e.message.startswith("[KafkaApi-2] Unexpected error")
+
+
+def test_each_flavour_reads_its_own_log_format(tmp_path: Path) -> None:
+    kafka = _run_with_logs(tmp_path / "k", {"node-1": RECOVERY_BUG}, flavour="apache-kafka")
+    v = engines.analyze(kafka, engine="reference", write=False)
+    assert v.findings == [] and v.exit_code == 0  # a Python traceback in a Kafka run: not read
+    kafka = _run_with_logs(tmp_path / "k2", {"node-2": KAFKA_END_TXN}, flavour="apache-kafka")
+    (f,) = engines.analyze(kafka, engine="reference", write=False).findings
+    assert f["kind"] == "node_error" and f["exception"] == "java.lang.IllegalStateException"
+    external = _run_with_logs(tmp_path / "x", {"node-2": KAFKA_END_TXN}, flavour="external")
+    assert read_node_errors(external, "external") == ([], None)
 
 
 def test_the_report_shows_a_node_error(tmp_path: Path) -> None:
