@@ -69,6 +69,21 @@ def checker_summary(run_dir: Path) -> tuple[str, dict[str, int], str | None]:
     return str(verdict["status"]), invalid, metrics.get("reason")
 
 
+def node_errors(run_dir: Path) -> list[str]:
+    """The Java programming errors Kafka's nodes logged (the verdict's node_error findings):
+    ``IllegalStateException at TransactionMetadata.prepareTransitionTo(...)``, one per kind.
+    A Kafka bug beside the verdict, never a false positive of the checkers."""
+    try:
+        verdict = json.loads((run_dir / "verdict.json").read_text())
+    except (OSError, ValueError):
+        return []
+    return [
+        f"{str(f.get('exception')).rsplit('.', 1)[-1]} at {f.get('where')}"
+        for f in verdict.get("findings") or []
+        if f.get("kind") == "node_error"
+    ]
+
+
 KAFKA_20734 = "Couldn't find leader endpoint for partitions"
 
 
@@ -197,6 +212,7 @@ def run_cell(
         "verdict": status,
         "invalid_checkers": invalid,
         "metrics_reason": metrics_reason,
+        "node_errors": node_errors(run_dir),
         "wall_s": round(time.monotonic() - t0, 1),
         "run_dir": str(run_dir),
     }
@@ -219,11 +235,13 @@ def table(rows: list[dict[str, Any]]) -> str:
             f"| {name} | {tv} | {len(rs)} | {n['valid']} | {known} | {n['invalid'] - known} | "
             f"{n['harness-failed']} | {walls[len(walls) // 2]:.0f} s |"
         )
-    bad = [r for r in rows if r["verdict"] != "valid"]
+    bad = [r for r in rows if r["verdict"] != "valid" or r.get("node_errors")]
     for r in bad:
+        errors = "; ".join(r.get("node_errors") or [])
         lines.append(
             f"- {r['scenario']} TV{r['tv']} seed {r['seed']}: {r['verdict']} "
-            f"{r['invalid_checkers']} {r.get('known_cause') or ''} ({r['run_dir']})"
+            f"{r['invalid_checkers']} {r.get('known_cause') or ''}"
+            f"{' node errors: ' + errors if errors else ''} ({r['run_dir']})"
         )
     return "\n".join(lines)
 
@@ -260,9 +278,11 @@ def main() -> int:
             done.append(row)
             with results.open("a") as fh:
                 fh.write(json.dumps(row) + "\n")
+            errors = "; ".join(row["node_errors"])
             print(
                 f"{name} TV{tv} seed {seed}: {row['verdict']} "
-                f"{row['invalid_checkers'] or ''} ({row['wall_s']} s)",
+                f"{row['invalid_checkers'] or ''}{' node errors: ' + errors if errors else ''} "
+                f"({row['wall_s']} s)",
                 flush=True,
             )
     print(table(done))

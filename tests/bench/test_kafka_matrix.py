@@ -143,3 +143,37 @@ def test_examples_that_name_no_partition_alone_explain_nothing(
     assert matrix.known_cause(run, {"consume_transform_produce": 1, "indeterminate_commit": 1}) == (
         "KAFKA-20734"
     )
+
+
+def test_a_kafka_node_error_is_listed_beside_a_valid_verdict(
+    matrix: ModuleType, tmp_path: Path
+) -> None:
+    """A run whose checkers are valid but whose Kafka logged a programming error is shown in
+    the table's list (a Kafka bug beside the verdict), with the error's type and place."""
+    error = {
+        "kind": "node_error",
+        "exception": "java.lang.IllegalStateException",
+        "where": "org.apache.kafka.coordinator.transaction.TransactionMetadata.x(T.java:1)",
+    }
+    (tmp_path / "verdict.json").write_text(
+        json.dumps({"status": "valid", "checkers": {}, "findings": [error]})
+    )
+    (errors,) = matrix.node_errors(tmp_path)
+    assert errors == (
+        "IllegalStateException at org.apache.kafka.coordinator.transaction.TransactionMetadata"
+        ".x(T.java:1)"
+    )
+    row = {
+        "scenario": "nightly-process",
+        "tv": 2,
+        "seed": 2,
+        "verdict": "valid",
+        "invalid_checkers": {},
+        "node_errors": [errors],
+        "wall_s": 100.0,
+        "run_dir": "r",
+    }
+    text = matrix.table([row])
+    assert "| nightly-process | 2 | 1 | 1 | 0 | 0 | 0 | 100 s |" in text
+    assert "- nightly-process TV2 seed 2: valid {}  node errors: IllegalStateException at" in text
+    assert matrix.node_errors(tmp_path / "missing") == []
