@@ -183,15 +183,20 @@ def scan_log(text: str, node: str) -> list[NodeError]:
             continue
         frames: list[tuple[str, str, str]] = []
         last: re.Match[str] | None = None
+        chained = False  # a chaining sentence was read: the next Traceback continues this one
         j = i + 1
         while j < len(lines) and not _HEADER.match(lines[j]):
             text_j = lines[j]
+            if text_j.startswith("Exception ignored in") or (text_j == _TRACEBACK and not chained):
+                break  # another traceback of its own begins
             f = _FRAME.match(text_j)
             if f:
                 frames.append((f["path"], f["line"], f["func"]))
-            elif text_j and not text_j[0].isspace() and text_j != _TRACEBACK:
+            elif text_j == _TRACEBACK:
+                chained = False
+            elif text_j and not text_j[0].isspace():
                 if text_j.startswith(_CHAINING):
-                    frames = []
+                    frames, chained = [], True
                 else:
                     e = _EXCEPTION.match(text_j)
                     if e:

@@ -104,6 +104,8 @@ AssertionError: 7
 
 def test_the_environment_is_not_a_node_error() -> None:
     assert scan_log(CANCELLED_AT_STOP + FULL_DISK + LOOP_CLOSED_AT_EXIT, "node-2") == []
+    # a traceback printed at exit right after a logged one is a block of its own
+    assert scan_log(CANCELLED_AT_STOP + LOOP_CLOSED_AT_EXIT, "node-1001") == []
     for name in (
         "ConnectionResetError",
         "txnchaos.cluster.net.client.PeerUnavailable",
