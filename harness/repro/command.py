@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ...cluster.settings import render_setting
-from ...rundir.verdict_file import anomalies_by_checker
+from ...rundir.verdict_file import NODE_ERROR, anomalies_by_checker
 from ..nightly.results import HARNESS_FAILED
 from ..run.child import run_in_child
 from ..run.judge import Judge
@@ -140,6 +140,10 @@ def predicted_text(config: Configuration) -> str:
 
 
 def outcome_of(run_dir: Path, exit_code: int) -> tuple[str, dict[str, int]]:
+    """The run's verdict and what found anomalies: each invalid checker's count, and
+    ``node_error`` (how many times the nodes raised) when the nodes' logs show an exception
+    that escaped their code (the verdict's findings: KAFKA-19367's "Illegal new producer
+    epoch", say), so an entry can predict it like a checker."""
     try:
         verdict = json.loads((run_dir / "verdict.json").read_text())
     except (OSError, ValueError):
@@ -147,7 +151,11 @@ def outcome_of(run_dir: Path, exit_code: int) -> tuple[str, dict[str, int]]:
     status = verdict.get("status") if isinstance(verdict, dict) else None
     if exit_code not in (0, 1) or status not in ("valid", "invalid"):
         return HARNESS_FAILED, {}
-    return str(status), anomalies_by_checker(verdict)
+    found = anomalies_by_checker(verdict)
+    errors = [f for f in verdict.get("findings") or [] if f.get("kind") == NODE_ERROR]
+    if errors:
+        found[NODE_ERROR] = sum(int(f.get("count") or 1) for f in errors)
+    return str(status), found
 
 
 def matches(config: Configuration, verdict: str, anomalies: dict[str, int]) -> bool:

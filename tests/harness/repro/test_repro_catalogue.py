@@ -5,6 +5,7 @@ verdict is held against a prediction."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ from txnchaos.harness.repro.command import (
     chosen,
     derived_scenario,
     matches,
+    outcome_of,
     unpredicted_release,
     write_scenario,
 )
@@ -76,6 +78,25 @@ def test_a_prediction_is_met_by_its_verdict_and_its_checkers() -> None:
     defended = Configuration(expect=Prediction(verdict="valid"))
     assert matches(defended, "valid", {})
     assert not matches(defended, "invalid", {"aborted_read": 1})
+
+
+def test_a_node_error_is_found_beside_the_checkers(tmp_path: Path) -> None:
+    """An exception the nodes logged (the verdict's node_error findings) is listed with the
+    checkers' anomalies, counted, so an entry can predict it; a client crash is not."""
+    findings = [
+        {"kind": "node_error", "exception": "java.lang.IllegalArgumentException", "count": 4},
+        {"kind": "node_error", "exception": "java.lang.IllegalStateException"},
+        {"kind": "client_crash", "process": "w0"},
+    ]
+    checkers = {"hanging_transactions": {"status": "invalid", "anomaly_count": 1}}
+    verdict = {"status": "invalid", "checkers": checkers, "findings": findings}
+    (tmp_path / "verdict.json").write_text(json.dumps(verdict))
+    verdict_, found = outcome_of(tmp_path, 1)
+    assert (verdict_, found) == ("invalid", {"hanging_transactions": 1, "node_error": 5})
+    bug = Configuration(
+        expect=Prediction(verdict="invalid", anomalies=["hanging_transactions", "node_error"])
+    )
+    assert matches(bug, verdict_, found)
 
 
 def test_invalid_entries_are_refused(tmp_path: Path) -> None:
