@@ -145,7 +145,7 @@ TWO_PHASE = ["prepared-transaction-timed-out", "prepared-transaction-aborted-by-
 #: the nightly job (docs/reproducing-bugs.md), as a release takes minutes to run on CI.
 ON_RELEASES_ONLY = ["coordinator-reload-loses-pending-markers"]
 #: Entries too long for the suite's per-test time on any cluster (fence-at-last-epoch-overflows
-#: first makes 32,766 InitProducerId calls, and its workload lasts 180 s): bench/detection.py
-#: and the nightly job run them;
+#: and timed-out-abort-hands-out-max-epoch first make 32,766 InitProducerId calls, and their
+#: workloads last 180 s): bench/detection.py and the nightly job run them;
 #: the bug switch each needs has its unit test (tests/cluster/test_bug_switches.py).
-NIGHTLY_ONLY = ["fence-at-last-epoch-overflows"]
+NIGHTLY_ONLY = ["fence-at-last-epoch-overflows", "timed-out-abort-hands-out-max-epoch"]
