@@ -122,10 +122,6 @@ class NodeError:
     count: int = 1
     nodes: list[str] = field(default_factory=list)
 
-    @property
-    def type_name(self) -> str:
-        return self.exception.rsplit(".", 1)[-1]
-
     def to_json(self) -> dict[str, Any]:
         return {
             "node": self.node,
