@@ -1,4 +1,5 @@
-"""Unhandled errors inside the cluster's own nodes, read from their logs.
+"""Unhandled errors inside the nodes of the cluster under test (ours and Apache Kafka's), read from
+their logs.
 
 A txnchaos node answers every request it cannot serve with an error code; an exception that
 escapes a request handler or a background task (an ``IndexError`` in recovery, a
