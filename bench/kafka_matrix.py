@@ -132,15 +132,51 @@ def _named_partition(ev: dict[str, Any]) -> str | None:
     return None
 
 
-def _linked(ev: dict[str, Any], run_dir: Path, skipped: set[tuple[str, str]]) -> bool | None:
+def stuck_lsos(verdict: dict[str, Any]) -> dict[str, int]:
+    """The last stable offset each partition ended stuck at (hanging_transactions'
+    ``end_lso_lag`` examples), by topic-partition."""
+    out: dict[str, int] = {}
+    hanging = verdict.get("checkers", {}).get("hanging_transactions", {})
+    for e in hanging.get("examples") or []:
+        ev = e.get("evidence") or {}
+        if e.get("kind") == "end_lso_lag" and ev.get("lso") is not None:
+            out[f"{ev['topic']}-{int(ev['partition'])}"] = int(ev["lso"])
+    return out
+
+
+def _hidden(ev: dict[str, Any], skipped: set[tuple[str, str]], stuck: dict[str, int]) -> bool:
+    """A write at or above the LSO its partition ended stuck at, on a partition whose marker
+    was skipped (for any producer): hidden from read_committed readers behind that open
+    transaction, not lost."""
+    write = ev.get("write") or {}
+    if write.get("topic") is None or write.get("partition") is None:
+        return False
+    tp = f"{write['topic']}-{int(write['partition'])}"
+    lso = stuck.get(tp)
+    offset = write.get("offset")
+    return (
+        lso is not None
+        and offset is not None
+        and int(offset) >= lso
+        and (tp in {p for _, p in skipped})
+    )
+
+
+def _linked(
+    ev: dict[str, Any],
+    run_dir: Path,
+    skipped: set[tuple[str, str]],
+    stuck: dict[str, int] | None = None,
+) -> bool | None:
     """Whether an example leads to a skipped marker: the transaction it names wrote to a
-    partition whose marker was skipped for that transactional id, or the partition it names
+    partition whose marker was skipped for that transactional id, or its write is hidden
+    behind the transaction left open there (``stuck``: stuck_lsos), or the partition it names
     is one; None when it names neither a transaction nor a partition."""
     txn = ev.get("transaction") or {}
     if txn.get("writer") is not None and txn.get("txn") is not None:
         wrote = _transaction_partitions(run_dir, str(txn["writer"]), int(txn["txn"]))
         if wrote:
-            return bool(wrote & skipped)
+            return bool(wrote & skipped) or _hidden(ev, skipped, stuck or {})
     tp = _named_partition(ev)
     if tp is None:
         return None
@@ -167,9 +203,10 @@ def known_cause(run_dir: Path, invalid: dict[str, int]) -> str | None:
     if not skipped:
         return None
     leads = False
+    stuck = stuck_lsos(verdict)
     for name in invalid:
         for e in verdict["checkers"].get(name, {}).get("examples") or []:
-            linked = _linked(e.get("evidence") or {}, run_dir, skipped)
+            linked = _linked(e.get("evidence") or {}, run_dir, skipped, stuck)
             if linked is False:
                 return None
             leads = leads or bool(linked)

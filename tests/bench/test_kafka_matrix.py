@@ -177,3 +177,29 @@ def test_a_kafka_node_error_is_listed_beside_a_valid_verdict(
     assert "| nightly-process | 2 | 1 | 1 | 0 | 0 | 0 | 100 s |" in text
     assert "- nightly-process TV2 seed 2: valid {}  node errors: IllegalStateException at" in text
     assert matrix.node_errors(tmp_path / "missing") == []
+
+
+def test_a_write_hidden_behind_a_transaction_left_open_there_is_kafka_20734(
+    matrix: ModuleType, tmp_path: Path
+) -> None:
+    """Another producer's committed records above the LSO a skipped marker left stuck on a
+    partition are hidden, not lost (process TV2 seed 3 on 4.4.0); below that LSO, or with no
+    stuck LSO, a loss stays unexplained."""
+
+    def lost(offset: int) -> list[dict]:
+        write = {"topic": "events", "partition": 2, "offset": offset}
+        return [
+            {
+                "kind": "lost_write",
+                "evidence": {"transaction": {"writer": "writer-0", "txn": 19}, "write": write},
+            }
+        ]
+
+    stuck = [{"kind": "end_lso_lag", "evidence": {"topic": "events", "partition": 2, "lso": 50}}]
+    # writer-0's transaction 19 wrote events-5 only: not a skipped partition for writer-0
+    hidden = run_dir(tmp_path / "a", {"lost_write": lost(52), "hanging_transactions": stuck}, [5])
+    assert matrix.known_cause(hidden, {"lost_write": 1, "hanging_transactions": 1}) == "KAFKA-20734"
+    below = run_dir(tmp_path / "b", {"lost_write": lost(48), "hanging_transactions": stuck}, [5])
+    assert matrix.known_cause(below, {"lost_write": 1, "hanging_transactions": 1}) is None
+    alone = run_dir(tmp_path / "c", {"lost_write": lost(52)}, [5])
+    assert matrix.known_cause(alone, {"lost_write": 1}) is None
