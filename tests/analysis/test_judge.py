@@ -67,6 +67,8 @@ print(json.dumps(codes))
 """
 
 
+# two Spark sessions in a child process: 106 s at load 8-14, over 300 s at load 10-21
+@pytest.mark.timeout(900)
 def test_a_warmed_judge_starts_its_session_ahead_and_reuses_it(tmp_path: Path) -> None:
     first = Synth(SynthConfig(txns_per_writer=2)).build().write(tmp_path / "a")
     synth = Synth(SynthConfig(seed=5, txns_per_writer=2)).build()
