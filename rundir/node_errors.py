@@ -160,6 +160,38 @@ def _where(frames: list[tuple[str, str, str]]) -> str:
     return "?"
 
 
+def _node_error(
+    node: str,
+    exception: re.Match[str],
+    where: str,
+    header: re.Match[str] | None,
+    owned: bool,
+    message_limit: int | None = None,
+) -> NodeError:
+    """One error as read from a log: ``exception`` names its ``type`` and ``detail``; the
+    last log line before it (``header``) dates it, and gives its message when it is the
+    line the error was logged under (``owned``)."""
+    message = header["message"][:message_limit] if owned and header else None
+    return NodeError(
+        node=node,
+        exception=exception["type"],
+        detail=(exception["detail"] or "").strip(),
+        where=where,
+        message=message,
+        time_s=_epoch(header["ts"].replace("T", " "), header["ms"]) if header else None,
+        nodes=[node],
+    )
+
+
+def _owned_by(
+    header: re.Match[str] | None, header_at: int, at: int, levels: tuple[str, ...]
+) -> bool:
+    """Whether the log line ``header`` (at line ``header_at``) is the one the error starting
+    at line ``at`` was logged under: at one of ``levels``, right before it (a multi-line
+    message aside)."""
+    return header is not None and header["level"] in levels and header_at >= at - 3
+
+
 def scan_log(text: str, node: str) -> list[NodeError]:
     """Every traceback in one node's log that is not an error of the environment, in order
     (not yet merged)."""
@@ -203,23 +235,8 @@ def scan_log(text: str, node: str) -> list[NodeError]:
         # closed (the process is exiting), not a failure of the code it ran
         at_exit = i > 0 and lines[i - 1].startswith("Exception ignored in")
         if last is not None and not at_exit and not is_environment(last["type"]):
-            # the ERROR line it belongs to ends right before it (a multi-line message aside)
-            owned = (
-                header is not None
-                and header["level"] in ("ERROR", "CRITICAL")
-                and header_at >= i - 3
-            )
-            found.append(
-                NodeError(
-                    node=node,
-                    exception=last["type"],
-                    detail=(last["detail"] or "").strip(),
-                    where=_where(frames),
-                    message=header["message"] if owned and header else None,
-                    time_s=_epoch(header["ts"], header["ms"]) if header else None,
-                    nodes=[node],
-                )
-            )
+            owned = _owned_by(header, header_at, i, ("ERROR", "CRITICAL"))
+            found.append(_node_error(node, last, _where(frames), header, owned))
         i = j
     return found
 
@@ -265,26 +282,10 @@ def scan_java_log(text: str, node: str) -> list[NodeError]:
             j += 1
         ours = [fr.split("/", 1)[-1] for fr in frames if _kafka_frame(fr)]
         if ours:
-            owned = (
-                header is not None and header["level"] in ("ERROR", "WARN") and header_at >= i - 3
-            )
-            found.append(
-                NodeError(
-                    node=node,
-                    exception=e["type"],
-                    detail=(e["detail"] or "").strip(),
-                    where=ours[0],
-                    message=header["message"][:300] if owned and header else None,
-                    time_s=_java_epoch(header["ts"], header["ms"]) if header else None,
-                    nodes=[node],
-                )
-            )
+            owned = _owned_by(header, header_at, i, ("ERROR", "WARN"))
+            found.append(_node_error(node, e, ours[0], header, owned, message_limit=300))
         i = j
     return found
-
-
-def _java_epoch(ts: str, ms: str) -> float | None:
-    return _epoch(ts.replace("T", " "), ms)
 
 
 def merge(errors: list[NodeError]) -> list[NodeError]:
