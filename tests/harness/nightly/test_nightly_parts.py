@@ -150,6 +150,22 @@ def verdict(status: str, anomalies: dict[str, int]) -> dict[str, object]:
     }
 
 
+def junit_failure(night: Path, r: RunRow) -> ET.Element:
+    """The JUnit failure of the one run ``r``, written to ``night``."""
+    write_junit([r], night / "junit.xml", 1.0)
+    failure = ET.parse(night / "junit.xml").getroot().find("testsuite/testcase/failure")
+    assert failure is not None
+    return failure
+
+
+def summary_page(night: Path, r: RunRow, totals: dict[str, int]) -> str:
+    """summary.html of a night of the one run ``r`` with ``totals``."""
+    write_summary_html(
+        {"night": "n", "started": "s", "wall_s": 1.0, "totals": totals}, [r], night / "s.html"
+    )
+    return (night / "s.html").read_text()
+
+
 def test_rows_from_run_directories_and_junit(tmp_path: Path) -> None:
     night = tmp_path / "20261125-200000"
     valid, invalid, failed = row(1, exit_code=0), row(2, exit_code=1), row(3, exit_code=2)
@@ -247,15 +263,10 @@ def test_a_shrunk_run_links_its_minimal_scenario(tmp_path: Path) -> None:
     shrunk = "runs/001/shrunk.yaml"
     r = row(1, verdict="invalid", anomalies={"aborted_read": 3}, exit_code=1)
     r.shrunk, r.shrink_reruns, r.shrink_note = shrunk, 4, "minimal scenario in 4 re-runs: ..."
-    write_junit([r], tmp_path / "junit.xml", 1.0)
-    failure = ET.parse(tmp_path / "junit.xml").getroot().find("testsuite/testcase/failure")
-    assert failure is not None
+    failure = junit_failure(tmp_path, r)
     assert (failure.get("message") or "").endswith(f"; minimal scenario {shrunk} (4 re-runs)")
     assert f"txnchaos run {shrunk}" in (failure.text or "")
-    write_summary_html(
-        {"night": "n", "started": "s", "wall_s": 1.0, "totals": {}}, [r], tmp_path / "s.html"
-    )
-    page = (tmp_path / "s.html").read_text()
+    page = summary_page(tmp_path, r, {})
     assert f'<a href="{shrunk}">minimal scenario</a> (4 re-runs)' in page
 
 
@@ -276,15 +287,10 @@ def test_a_valid_run_whose_nemesis_failed_is_marked_and_fails_in_junit(tmp_path:
     suite = ET.parse(tmp_path / "junit.xml").getroot().find("testsuite")
     assert suite is not None and suite.get("failures") == "1"
     failure = suite.find("testcase/failure")
-    assert failure is not None and failure.get("type") == "nemesis"
+    assert failure.get("type") == "nemesis"
     assert (failure.get("message") or "").startswith("nemesis errors 2: the faults were not")
     assert "action 2 pause: apply failed (due at 9.5 s): node 2 is down" in (failure.text or "")
-    write_summary_html(
-        {"night": "n", "started": "s", "wall_s": 1.0, "totals": {"nemesis_failed": 1}},
-        [r],
-        tmp_path / "s.html",
-    )
-    page = (tmp_path / "s.html").read_text()
+    page = summary_page(tmp_path, r, {"nemesis_failed": 1})
     assert "valid, nemesis errors 2" in page and "1 with nemesis errors" in page
     assert "node 2 is down" in page
 
@@ -317,18 +323,12 @@ def test_a_client_crash_is_its_own_class_and_junit_failure(tmp_path: Path) -> No
     (line,) = r.findings
     assert line.startswith("client crash: writer-1 (transactional_producer, librdkafka 2.16.0)")
     assert "Assertion `rk->rk_eos.txn_req_cnt > 0' failed." in line
-    write_junit([r], tmp_path / "junit.xml", 1.0)
-    failure = ET.parse(tmp_path / "junit.xml").getroot().find("testsuite/testcase/failure")
-    assert failure is not None and failure.get("type") == "client_crash"
+    failure = junit_failure(tmp_path, r)
+    assert failure.get("type") == "client_crash"
     message = failure.get("message") or ""
     assert message.startswith("client crash: writer-1") and "SIGABRT" in message
     assert message.endswith("; repeat: txnchaos run scenarios/smoke.yaml --seed 11")
-    write_summary_html(
-        {"night": "n", "started": "s", "wall_s": 1.0, "totals": {"client_crash": 1}},
-        [r],
-        tmp_path / "s.html",
-    )
-    page = (tmp_path / "s.html").read_text()
+    page = summary_page(tmp_path, r, {"client_crash": 1})
     assert "1 with a client crash" in page and 'class="client_crash"' in page
 
 
@@ -360,16 +360,10 @@ def test_a_node_error_comes_before_a_client_crash_and_is_its_own_junit_failure(
     (line,) = r.findings_of("node_error")
     assert line.startswith("node error: node-2 at +31.5 s (2 times): ")
     assert "CorruptBatch: crc mismatch in storage/segment.py:107" in line
-    write_junit([r], tmp_path / "junit.xml", 1.0)
-    failure = ET.parse(tmp_path / "junit.xml").getroot().find("testsuite/testcase/failure")
-    assert failure is not None and failure.get("type") == "node_error"
+    failure = junit_failure(tmp_path, r)
+    assert failure.get("type") == "node_error"
     assert (failure.get("message") or "").startswith("node error: node-2")
-    write_summary_html(
-        {"night": "n", "started": "s", "wall_s": 1.0, "totals": {"node_error": 1}},
-        [r],
-        tmp_path / "s.html",
-    )
-    page = (tmp_path / "s.html").read_text()
+    page = summary_page(tmp_path, r, {"node_error": 1})
     assert "1 with a node error" in page and '<span class="node_error">node error: ' in page
 
 
@@ -385,9 +379,8 @@ def test_a_run_whose_faults_were_all_missed_is_no_chaos(tmp_path: Path) -> None:
         "no_chaos",
         "valid, no chaos, nemesis errors 1",
     )
-    write_junit([r], tmp_path / "junit.xml", 1.0)
-    failure = ET.parse(tmp_path / "junit.xml").getroot().find("testsuite/testcase/failure")
-    assert failure is not None and failure.get("type") == "no_chaos"
+    failure = junit_failure(tmp_path, r)
+    assert failure.get("type") == "no_chaos"
     assert (failure.get("message") or "").startswith("no chaos: no fault was applied")
     # a scenario without a nemesis asks for no chaos and is not judged on it
     quiet = row(2, exit_code=0)
