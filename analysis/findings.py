@@ -156,7 +156,7 @@ def read_findings(
 ) -> tuple[list[dict[str, Any]], str | None]:
     """The run's findings (client crashes first), and a note naming what could not be read."""
     crashes, note = read_crashes(run_dir)
-    errors, logs_note = read_node_errors(run_dir, str(judged_cluster(info)["flavour"]))
+    errors, logs_note = read_node_errors(run_dir, judged_cluster(info)["flavour"])
     note = "; ".join(filter(None, (note, logs_note))) or None
     if not crashes and not errors:
         return [], note

@@ -305,11 +305,11 @@ def merge(errors: list[NodeError]) -> list[NodeError]:
 
 
 def read_node_errors(
-    run_dir: str | os.PathLike[str], flavour: str = "txnchaos"
+    run_dir: str | os.PathLike[str], flavour: str | None = "txnchaos"
 ) -> tuple[list[NodeError], str | None]:
     """The run's node errors, merged, and a note naming the logs that could not be read.
     ``flavour``: the cluster's (``txnchaos``: Python tracebacks; ``apache-kafka``: Java
-    programming errors)."""
+    programming errors; any other, or None when unknown: nothing is read)."""
     if flavour not in FLAVOURS:
         return [], None
     scan = scan_log if flavour == "txnchaos" else scan_java_log
