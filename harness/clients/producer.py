@@ -223,9 +223,10 @@ class Producer:
         names the id and epoch the calls before it leave (KIP-360's form): a retried call
         whose first attempt went through returns the same epoch instead of bumping twice,
         and a call behind one that failed is refused (fenced) rather than applied out of
-        order; what a window applied in order counts, and the rest is sent again. A window
-        whose first call fails is sent once more alone, and that call's error is the
-        producer's (each call has its own timeout)."""
+        order; what a window applied in order counts, and the rest is sent again. After a window
+        whose first call fails, one call in a new instance's form learns the epoch the
+        coordinator reached (the failed calls may have been applied after all); that call's
+        error is the producer's (each call has its own timeout)."""
         answer = InitAnswer(self.state.current.producer_id, self.state.current.epoch)
         left = count
         while left:
@@ -253,11 +254,17 @@ class Producer:
                 if (result.producer_id, result.epoch) != (start.producer_id, start.epoch + k + 1):
                     break  # a new producer id (the epoch ran out): the rest named the old one
             if not applied:
+                # The whole window failed, typically a stall past the timeout. The coordinator
+                # may still have applied any number of its calls, so the epoch is no longer
+                # known here and a call naming one would be fenced (fatal). One call in a new
+                # instance's form (no producer id, as a restart sends) bumps whatever epoch the
+                # coordinator holds and answers with it.
                 again = time.monotonic() + timeout_s
-                answer = await self._guard(self.txn.init_producer_id(again, bump=True))
+                answer = await self._guard(self.txn.init_producer_id(again, bump=False))
                 self.state.set_id(answer.producer_id, answer.epoch)
-                applied = 1
-            left -= applied
+                same_id = answer.producer_id == start.producer_id
+                applied = max(1, answer.epoch - start.epoch) if same_id else 1
+            left -= min(applied, left)
         return answer
 
     @property

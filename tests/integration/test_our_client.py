@@ -230,6 +230,62 @@ def test_reinitializations_are_pipelined(bootstrap: str) -> None:
         run(main())
 
 
+def test_reinitializations_survive_a_window_that_stalls_past_its_timeout(bootstrap: str) -> None:
+    """A window of pipelined re-initialisations held past the client's timeout and applied
+    afterwards (a stalled connection on a loaded machine) leaves the coordinator at an epoch
+    the producer does not know: the producer learns it with one call in a new instance's
+    form (no producer id, which the proxy lets through) instead of naming a stale epoch and
+    being fenced, and goes on to at least the epoch it was asked for."""
+    topic = unique("stalled")
+    create_topic(bootstrap, topic, 1)
+    txn_id = unique("stalled-tx")
+    count = 20
+    with FleetThread() as proxies:
+        cluster = proxies.external(bootstrap.split(","))
+
+        async def main() -> None:
+            first = Producer(config(cluster.bootstrap_servers, "auto", txn_id))
+            await first.init_transactions(30)
+            producer_id, start = first.ids.producer_id, first.ids.epoch
+            await first.close()
+            hold = proxies.add_rule(
+                {
+                    "kind": "delay",
+                    "api": "InitProducerId",
+                    "producer_id": producer_id,
+                    "ms": 600_000,
+                    "head_of_line": False,
+                }
+            )
+            aged = Producer(
+                config(
+                    cluster.bootstrap_servers,
+                    "auto",
+                    txn_id,
+                    reinitializations=count,
+                    request_timeout_ms=1_000,
+                )
+            )
+            init = asyncio.ensure_future(aged.init_transactions(3))
+            deadline = time.monotonic() + 60
+            # its own first call and the one after the held window timed out went through
+            while aged.ids.epoch < start + 2:
+                assert not init.done(), init
+                assert time.monotonic() < deadline, "no call learnt the coordinator's epoch"
+                await asyncio.sleep(0.05)
+            proxies.remove_rule(hold.id)  # the held calls reach the coordinator late
+            await init
+            assert aged.ids.producer_id == producer_id
+            assert aged.ids.epoch >= start + 1 + count
+            await aged.begin_transaction()
+            aged.send(topic, 0, b"after-the-stall")
+            await aged.commit_transaction(30)
+            await aged.close()
+
+        run(main())
+    assert [v.decode() for v in committed_values(bootstrap, topic, range(1))] == ["after-the-stall"]
+
+
 def _group_member(bootstrap: str, group: str, topic: str) -> Consumer:
     c = Consumer(
         {
