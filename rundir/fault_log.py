@@ -46,7 +46,15 @@ FAULT_LOG_NAME = "faults.jsonl"
 #: kind is one line per fault (a link shaped, a node killed, a client crashed). The proxy's
 #: rule registry derives the same set (tests/harness/faults/proxy/test_rule_kinds.py).
 FRAME_KINDS = frozenset(
-    {"delay", "drop_request", "drop_response", "reorder", "duplicate", "strip_partition"}
+    {
+        "delay",
+        "drop_request",
+        "drop_response",
+        "reorder",
+        "duplicate",
+        "strip_partition",
+        "stale_marker",
+    }
 )
 
 

@@ -12,8 +12,8 @@ Fault kinds (one module each in ``harness/nemesis/faults/``, registered in
 
 * proxy faults (applied as fault-proxy rules for ``duration`` seconds): ``delay``,
   ``drop_request``, ``drop_response``, ``reorder``, ``duplicate``, ``blackhole``,
-  ``reset``, ``throttle``, ``strip_partition``. ``rule`` holds the rule's fields (see
-  ``harness/faults/proxy/rules/``) except ``kind`` and ``window``.
+  ``reset``, ``throttle``, ``strip_partition``, ``stale_marker``. ``rule`` holds the rule's
+  fields (see ``harness/faults/proxy/rules/``) except ``kind`` and ``window``.
 * node faults: ``kill`` (SIGKILL, restarted after ``duration``), ``pause`` (SIGSTOP /
   docker pause for ``duration``), ``restart`` (clean restart). The random generator
   never overlaps two node faults.

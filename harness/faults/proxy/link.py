@@ -217,12 +217,13 @@ class Request:
 class Response:
     """A response on its way back to the client: what response rules act through."""
 
-    __slots__ = ("conn", "corr", "info")
+    __slots__ = ("conn", "corr", "frame", "info")
 
-    def __init__(self, conn: ProxiedConnection, corr: int, info: Inflight) -> None:
+    def __init__(self, conn: ProxiedConnection, corr: int, info: Inflight, frame: bytes) -> None:
         self.conn = conn
         self.corr = corr
         self.info = info
+        self.frame = frame  # with its size prefix
 
     def open_fault(self, kind: str, params: dict[str, Any]) -> OpenFault:
         info = self.info
@@ -646,7 +647,7 @@ class ProxiedConnection:
             api_key = info.api_key
             applying = [st for st in policy.response_rules if st.decide(api_key, lambda: tg, now)]
             if applying:
-                response = Response(self, corr, info)
+                response = Response(self, corr, info, frame)
                 for group in _by_kind(applying):
                     await type(group[0].rule).on_response(group, response)
         self._deliver(corr, frame)

@@ -24,6 +24,7 @@ from .pause import PauseFault
 from .reorder import ReorderFault
 from .reset import ResetFault
 from .restart import RestartFault
+from .stale_marker import StaleMarkerFault
 from .strip_partition import StripPartitionFault
 from .throttle import ThrottleFault
 from .torn_write import TornWriteFault
@@ -37,6 +38,7 @@ _KINDS: tuple[Fault, ...] = (
     ReorderFault(),
     DuplicateFault(),
     StripPartitionFault(),
+    StaleMarkerFault(),
     BlackholeFault(),
     ResetFault(),
     ThrottleFault(),

@@ -5,10 +5,10 @@ the registry.
 Every rule has a ``kind`` (the discriminator) and selects links by name or glob
 (``link``, one pattern or a list), a ``direction`` and an optional time ``window``.
 Frame rules (``delay``, ``drop_request``, ``drop_response``, ``reorder``,
-``duplicate``, ``strip_partition``) can further select frames by API (``api``: names or numbers),
-``transactional_id`` (glob), ``producer_id``, and apply only to the ``nth`` match
-and/or with a ``probability``. Link rules (``blackhole``, ``reset``, ``throttle``)
-apply to every byte of the link while active.
+``duplicate``, ``strip_partition``, ``stale_marker``) can further select frames by API
+(``api``: names or numbers), ``transactional_id`` (glob), ``producer_id``, and apply only
+to the ``nth`` match and/or with a ``probability``. Link rules (``blackhole``, ``reset``,
+``throttle``) apply to every byte of the link while active.
 
 Example (YAML)::
 
@@ -53,6 +53,7 @@ from .runtime import (
     compute_policy,
     rule_rng,
 )
+from .stale_marker import StaleMarkerRule
 from .strip_partition import StripPartitionRule
 from .throttle import ThrottleRule
 
@@ -63,6 +64,7 @@ RULE_TYPES: tuple[type[RuleBase], ...] = (
     ReorderRule,
     DuplicateRule,
     StripPartitionRule,
+    StaleMarkerRule,
     BlackholeRule,
     ResetRule,
     ThrottleRule,
@@ -122,6 +124,7 @@ __all__ = [
     "Rule",
     "RuleBase",
     "RuleState",
+    "StaleMarkerRule",
     "StripPartitionRule",
     "ThrottleRule",
     "TokenBucket",
