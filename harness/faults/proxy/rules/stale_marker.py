@@ -45,7 +45,7 @@ import struct
 import weakref
 from collections import deque
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 
 from kio.schema.errors import ErrorCode
 from pydantic import Field, field_validator, model_validator
@@ -182,7 +182,7 @@ class StaleMarkerRule(FrameRuleBase):
             node = _node(request.conn.link.name)
             for st in states:
                 c = copies_of(st)
-                c.markers_sent[key] = sent
+                _awaiting(c.markers_sent)[key] = sent
                 for copy in sent:
                     kept = c.kept.setdefault(
                         (node, copy.producer_id), deque(maxlen=st.rule.max_copies)
@@ -190,9 +190,9 @@ class StaleMarkerRule(FrameRuleBase):
                     kept.append(copy)
         elif request.info is not None:  # a Produce with an answer (acks != 0)
             batches = _transactional_batches(request.frame)
-            if batches:
+            if batches:  # the copies are chosen at the answer: markers may pass meanwhile
                 for st in states:
-                    copies_of(st).writes[key] = batches
+                    _awaiting(copies_of(st).writes)[key] = batches
         return False
 
     @classmethod
@@ -223,6 +223,19 @@ class StaleMarkerRule(FrameRuleBase):
 
 def _node(link: str) -> Node:
     return link.rsplit("->", 1)[-1]
+
+
+_AWAITING_MAX = 10_000
+"""Requests remembered at most while their answers are awaited: an answer that never comes
+(a dropped response, a closed connection) leaves its entry behind, the oldest go first."""
+
+T = TypeVar("T")
+
+
+def _awaiting(table: dict[tuple[int, int], T]) -> dict[tuple[int, int], T]:
+    while len(table) >= _AWAITING_MAX:
+        del table[next(iter(table))]
+    return table
 
 
 def _stale_copies(

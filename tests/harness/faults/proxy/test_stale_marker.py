@@ -11,8 +11,10 @@ from pydantic import ValidationError
 
 from txnchaos.harness.faults.proxy.rules import StaleMarkerRule, parse_rule
 from txnchaos.harness.faults.proxy.rules.stale_marker import (
+    _AWAITING_MAX,
     Copies,
     MarkerCopy,
+    _awaiting,
     _stale_copies,
 )
 
@@ -95,3 +97,11 @@ def test_the_rule_reads_markers_and_writes_both_ways_on_every_one() -> None:
         parse_rule({"kind": "stale_marker", "direction": "request"})
     with pytest.raises(ValidationError, match="no nth, probability"):
         parse_rule({"kind": "stale_marker", "probability": 0.5})
+
+
+def test_requests_whose_answer_never_comes_are_forgotten_oldest_first() -> None:
+    table: dict[tuple[int, int], int] = {}
+    for corr in range(_AWAITING_MAX + 5):
+        _awaiting(table)[(1, corr)] = corr
+    assert len(table) == _AWAITING_MAX
+    assert min(table.values()) == 5
