@@ -105,6 +105,19 @@ BUG_SWITCHES: tuple[BugSwitch, ...] = (
         "TransactionMetadata.prepare_fence_and_abort",
     ),
     BugSwitch(
+        setting="txnchaos.bug.tv2.abort.retry.hands.out.max.epoch",
+        field="tv2_abort_retry_hands_out_max_epoch",
+        report="KAFKA-20090 (a timed-out TV2 transaction at the last epoch hands its "
+        "producer epoch Short.MAX_VALUE)",
+        design="KIP-890, Bump Epoch on Each Transaction for New Clients: epoch overflow",
+        symptom="a transaction at the last usable epoch (32,766) that times out is aborted "
+        "at 32,767 on the same producer id, and the producer's own EndTxn(abort) after it "
+        "is answered as a retry with epoch 32,767: its next transaction, at MAX, can never "
+        "end or be fenced; it stays open and its partitions' LSO behind",
+        site="cluster/coordinator/transactions/coordinator.py TransactionCoordinator._end "
+        "(retry_on_bump)",
+    ),
+    BugSwitch(
         setting="txnchaos.bug.unknown.producer.strict",
         field="unknown_producer_strict",
         report="KAFKA-7190 (Kafka <= 2.4: UNKNOWN_PRODUCER_ID after retention removed a "
@@ -132,6 +145,7 @@ class BugSwitches:
     two_phase_commit_timeout: bool = False
     init_aborts_prepared_transaction: bool = False
     tv2_fence_epoch_overflow: bool = False
+    tv2_abort_retry_hands_out_max_epoch: bool = False
     unknown_producer_strict: bool = False
 
     @classmethod

@@ -98,6 +98,40 @@ async def test_a_fence_at_the_last_epoch_overflows_with_the_bug(tmp_path: Path) 
         h.crash()
 
 
+@async_test
+async def test_a_timed_out_abort_at_the_last_epoch_hands_out_max_with_the_bug(
+    tmp_path: Path,
+) -> None:
+    """``txnchaos.bug.tv2.abort.retry.hands.out.max.epoch`` (KAFKA-20090): the timeout's fence
+    of a TV2 transaction at epoch 32,766 aborts it at Short.MAX_VALUE on the same producer id;
+    the producer's own EndTxn(abort) at 32,766 is then answered as a retry with epoch MAX, and
+    the transaction it opens there can never end. Without the bug that EndTxn is fenced."""
+    for bug in (False, True):
+        h = Harness(
+            tmp_path / str(bug),
+            bugs=BugSwitches(tv2_abort_retry_hands_out_max_epoch=bug),
+            transaction_version=lambda: 2,
+        ).start()
+        _, pid, _epoch = await h.init(timeout_ms=1_000)
+        md = h.coordinator.metadata("tx")
+        assert md is not None
+        md.producer_epoch = 32_766
+        assert set((await h.add(pid, 32_766, {"t1": [0]})).values()) == {NONE}
+        h.clock.advance(60_000)
+        assert h.coordinator.abort_timed_out_transactions() == ["tx"]
+        await h.flush()
+        assert h.state() == TxnState.COMPLETE_ABORT.value
+        error, answered_pid, answered_epoch = await h.end2(pid, 32_766, False)
+        if not bug:
+            assert error != NONE  # fenced: the coordinator never hands out MAX
+        else:
+            assert (error, answered_pid, answered_epoch) == (NONE, pid, 32_767)
+            assert set((await h.add(pid, 32_767, {"t1": [0]})).values()) == {NONE}
+            assert (await h.end2(pid, 32_767, True))[0] != NONE
+            assert h.state() == TxnState.ONGOING.value
+        h.crash()
+
+
 def test_unknown_producer_strict_restores_kafka_2_4s_unknown_producer_id(tmp_path: Path) -> None:
     """Kafka >= 2.5 accepts a write at any sequence from a producer the partition has no
     state for; ``txnchaos.bug.unknown.producer.strict`` answers UNKNOWN_PRODUCER_ID."""

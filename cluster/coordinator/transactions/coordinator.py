@@ -635,8 +635,10 @@ class TransactionCoordinator:
         client_pid, client_epoch = md.client_ids
         if client_pid != producer_id:
             return int(E.invalid_producer_id_mapping)
-        if client_epoch != epoch or epoch >= MAX_EPOCH:
-            # The coordinator never hands out MAX_EPOCH (only a fence reaches it).
+        at_max = epoch >= MAX_EPOCH and not self.config.bugs.tv2_abort_retry_hands_out_max_epoch
+        if client_epoch != epoch or at_max:
+            # The coordinator never hands out MAX_EPOCH (only a fence reaches it); with the
+            # KAFKA-20090 switch it did, and a transaction starts there as on 4.0.1-4.2.2.
             return int(E.producer_fenced)
         return NONE
 
@@ -793,11 +795,16 @@ class TransactionCoordinator:
             and md.producer_epoch == 0
         )
         # Short.MaxValue is stored only by a fence at the last epoch (its zombie must not
-        # pass for a retry) or by an end that moves onto ``next_producer_id``.
+        # pass for a retry) or by an end that moves onto ``next_producer_id``. The
+        # KAFKA-20090 switch takes the fence's MAX for a retry's answer, as 4.0.1-4.2.2 did.
         retry_on_bump = (
             bumped
             and md.producer_epoch == producer_epoch + 1
-            and (md.producer_epoch < MAX_EPOCH or md.next_producer_id != NO_PRODUCER_ID)
+            and (
+                md.producer_epoch < MAX_EPOCH
+                or md.next_producer_id != NO_PRODUCER_ID
+                or self.config.bugs.tv2_abort_retry_hands_out_max_epoch
+            )
         )
         # A retry of a keep-prepared instance's end onto its own producer id (KIP-939).
         retry_kept = (
