@@ -114,8 +114,8 @@ BUG_SWITCHES: tuple[BugSwitch, ...] = (
         "at 32,767 on the same producer id, and the producer's own EndTxn(abort) after it "
         "is answered as a retry with epoch 32,767: its next transaction, at MAX, can never "
         "end or be fenced; it stays open and its partitions' LSO behind",
-        site="cluster/coordinator/transactions/coordinator.py TransactionCoordinator._end "
-        "(retry_on_bump)",
+        site="cluster/coordinator/transactions/coordinator.py "
+        "TransactionCoordinator._end_txn_tv2 (retry_on_bump) and _check_producer",
     ),
     BugSwitch(
         setting="txnchaos.bug.unknown.producer.strict",
