@@ -312,8 +312,8 @@ FIRST_ROUND: tuple[Mutant, ...] = (
         "fence-coordinator-skips-epoch",
         "fencing",
         "coordinator/transactions/coordinator.py",
-        "if client_epoch != epoch or epoch >= MAX_EPOCH:",
-        "if epoch > client_epoch or epoch >= MAX_EPOCH:",
+        "if client_epoch != epoch or at_max:",
+        "if epoch > client_epoch or at_max:",
         "AddPartitionsToTxn/AddOffsetsToTxn/EndTxn from an older epoch is accepted (the "
         "coordinator only refuses epochs from the future)",
     ),
