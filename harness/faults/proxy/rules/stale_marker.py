@@ -56,6 +56,7 @@ from txnchaos.cluster.protocol.codec import (
     decode_response,
     encode_request,
 )
+from txnchaos.cluster.protocol.record_batch import CorruptBatch, parse_header
 
 from ..apis import PRODUCE, WRITE_TXN_MARKERS
 from .base import Direction, FrameRuleBase
@@ -74,10 +75,6 @@ client listener, two addresses of one broker."""
 DELIVERY_TIMEOUT_S = 5.0
 """How long a copy's own connection waits to connect and for its answer."""
 _SIZE = struct.Struct(">i")
-_I16 = struct.Struct(">h")
-_I64 = struct.Struct(">q")
-_MAGIC_AT, _ATTRIBUTES_AT, _PID_AT, _EPOCH_AT = 16, 21, 43, 51
-_TRANSACTIONAL = 0x10
 _EPOCH_ERRORS = frozenset(
     int(e)
     for e in (
@@ -363,17 +360,12 @@ def _transactional_batches(frame: bytes) -> dict[Partition, tuple[int, int]]:
         if not name:
             continue
         for part in topic.partition_data:
-            records = part.records
-            if (
-                not records
-                or len(records) < _EPOCH_AT + 2
-                or records[_MAGIC_AT] != 2
-                or not _I16.unpack_from(records, _ATTRIBUTES_AT)[0] & _TRANSACTIONAL
-            ):
+            try:
+                header = parse_header(part.records or b"")
+            except CorruptBatch:
                 continue
-            pid = _I64.unpack_from(records, _PID_AT)[0]
-            epoch = _I16.unpack_from(records, _EPOCH_AT)[0]
-            out[(name, int(part.index))] = (pid, epoch)
+            if header.magic == 2 and header.is_transactional:
+                out[(name, int(part.index))] = (header.producer_id, header.producer_epoch)
     return out
 
 
