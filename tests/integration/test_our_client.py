@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -180,6 +180,37 @@ def test_reinitializations_bump_the_epoch_as_restarts_would(bootstrap: str) -> N
         config(bootstrap, "auto", None, reinitializations=1)
 
 
+async def _hold_bumping_inits(
+    proxies: FleetThread, bootstrap: str, txn_id: str
+) -> tuple[int, int, str]:
+    """A first instance of ``txn_id`` initialises; then the proxy holds every InitProducerId
+    naming its producer id (the epoch-bumping calls), while a new instance's own first call
+    (producer id -1) goes through. Returns its producer id and epoch, and the rule's id."""
+    first = Producer(config(bootstrap, "auto", txn_id))
+    await first.init_transactions(30)
+    producer_id, start = first.ids.producer_id, first.ids.epoch
+    await first.close()
+    hold = proxies.add_rule(
+        {
+            "kind": "delay",
+            "api": "InitProducerId",
+            "producer_id": producer_id,
+            "ms": 600_000,
+            "head_of_line": False,
+        }
+    )
+    return producer_id, start, hold.id
+
+
+async def _until(done: Callable[[], bool], init: asyncio.Future[None], what: str) -> None:
+    """Wait (60 s at most) for ``done`` while ``init`` is still under way."""
+    deadline = time.monotonic() + 60
+    while not done():
+        assert not init.done(), init
+        assert time.monotonic() < deadline, what
+        await asyncio.sleep(0.05)
+
+
 def test_reinitializations_are_pipelined(bootstrap: str) -> None:
     """The re-initialisations go several at a time on the coordinator's connection, each
     naming the epoch the ones before it leave (not one client round trip each, which made
@@ -195,33 +226,14 @@ def test_reinitializations_are_pipelined(bootstrap: str) -> None:
             return sum(int(link["stats"]["frames_captured_up"]) for link in links)
 
         async def main() -> None:
-            first = Producer(config(cluster.bootstrap_servers, "auto", txn_id))
-            await first.init_transactions(30)
-            producer_id, start = first.ids.producer_id, first.ids.epoch
-            await first.close()
-            # the bumping calls name the producer id; the aged producer's own first call
-            # (producer id -1) goes through
-            hold = proxies.add_rule(
-                {
-                    "kind": "delay",
-                    "api": "InitProducerId",
-                    "producer_id": producer_id,
-                    "ms": 600_000,
-                    "head_of_line": False,
-                }
-            )
+            servers = cluster.bootstrap_servers
+            producer_id, start, hold = await _hold_bumping_inits(proxies, servers, txn_id)
             before = captured()
-            aged = Producer(
-                config(cluster.bootstrap_servers, "auto", txn_id, reinitializations=count)
-            )
+            aged = Producer(config(servers, "auto", txn_id, reinitializations=count))
             init = asyncio.ensure_future(aged.init_transactions(60))
-            deadline = time.monotonic() + 60
             # one at a time, the proxy would see the set-up requests and one held call
-            while captured() - before < count:
-                assert not init.done(), init
-                assert time.monotonic() < deadline, "the calls were not pipelined"
-                await asyncio.sleep(0.05)
-            proxies.remove_rule(hold.id)  # the held calls go on
+            await _until(lambda: captured() - before >= count, init, "the calls were not pipelined")
+            proxies.remove_rule(hold)  # the held calls go on
             await init
             assert aged.ids.producer_id == producer_id
             assert aged.ids.epoch == start + 1 + count
@@ -244,36 +256,17 @@ def test_reinitializations_survive_a_window_that_stalls_past_its_timeout(bootstr
         cluster = proxies.external(bootstrap.split(","))
 
         async def main() -> None:
-            first = Producer(config(cluster.bootstrap_servers, "auto", txn_id))
-            await first.init_transactions(30)
-            producer_id, start = first.ids.producer_id, first.ids.epoch
-            await first.close()
-            hold = proxies.add_rule(
-                {
-                    "kind": "delay",
-                    "api": "InitProducerId",
-                    "producer_id": producer_id,
-                    "ms": 600_000,
-                    "head_of_line": False,
-                }
-            )
+            servers = cluster.bootstrap_servers
+            producer_id, start, hold = await _hold_bumping_inits(proxies, servers, txn_id)
             aged = Producer(
-                config(
-                    cluster.bootstrap_servers,
-                    "auto",
-                    txn_id,
-                    reinitializations=count,
-                    request_timeout_ms=1_000,
-                )
+                config(servers, "auto", txn_id, reinitializations=count, request_timeout_ms=1_000)
             )
             init = asyncio.ensure_future(aged.init_transactions(3))
-            deadline = time.monotonic() + 60
             # its own first call and the one after the held window timed out went through
-            while aged.ids.epoch < start + 2:
-                assert not init.done(), init
-                assert time.monotonic() < deadline, "no call learnt the coordinator's epoch"
-                await asyncio.sleep(0.05)
-            proxies.remove_rule(hold.id)  # the held calls reach the coordinator late
+            await _until(
+                lambda: aged.ids.epoch >= start + 2, init, "no call learnt the coordinator's epoch"
+            )
+            proxies.remove_rule(hold)  # the held calls reach the coordinator late
             await init
             assert aged.ids.producer_id == producer_id
             assert aged.ids.epoch >= start + 1 + count
