@@ -68,22 +68,25 @@ async def test_a_restarted_coordinator_with_the_bug_leaves_prepared_transactions
         h.crash()
 
 
+async def _open_at_the_last_epoch(path: Path, **bugs: bool) -> tuple[Harness, int]:
+    """A TV2 coordinator with ``bugs`` and a transaction (1 s timeout) open at epoch 32,766,
+    where 32,766 transactions of a TV2 producer leave it; the harness and producer id."""
+    h = Harness(path, bugs=BugSwitches(**bugs), transaction_version=lambda: 2).start()
+    _, pid, _epoch = await h.init(timeout_ms=1_000)
+    md = h.coordinator.metadata("tx")
+    assert md is not None
+    md.producer_epoch = 32_766
+    assert set((await h.add(pid, 32_766, {"t1": [0]})).values()) == {NONE}
+    return h, pid
+
+
 @async_test
 async def test_a_fence_at_the_last_epoch_overflows_with_the_bug(tmp_path: Path) -> None:
     """``txnchaos.bug.tv2.fence.epoch.overflow`` (KAFKA-19367): under TV2 a transaction open
     at epoch 32,766 that times out cannot be aborted (the fence and the abort bump past
     Short.MAX_VALUE), every time; without the bug it is aborted at epoch MAX."""
     for bug, expected in ((False, ["tx"]), (True, [])):
-        h = Harness(
-            tmp_path / str(bug),
-            bugs=BugSwitches(tv2_fence_epoch_overflow=bug),
-            transaction_version=lambda: 2,
-        ).start()
-        _, pid, _epoch = await h.init(timeout_ms=1_000)
-        md = h.coordinator.metadata("tx")
-        assert md is not None
-        md.producer_epoch = 32_766  # where 32,766 transactions of a TV2 producer leave it
-        assert set((await h.add(pid, 32_766, {"t1": [0]})).values()) == {NONE}
+        h, pid = await _open_at_the_last_epoch(tmp_path / str(bug), tv2_fence_epoch_overflow=bug)
         for _ in range(2):  # every cleanup round fails the same way with the bug
             h.clock.advance(60_000)
             assert h.coordinator.abort_timed_out_transactions() == (expected if _ == 0 else [])
@@ -107,16 +110,9 @@ async def test_a_timed_out_abort_at_the_last_epoch_hands_out_max_with_the_bug(
     the producer's own EndTxn(abort) at 32,766 is then answered as a retry with epoch MAX, and
     the transaction it opens there can never end. Without the bug that EndTxn is fenced."""
     for bug in (False, True):
-        h = Harness(
-            tmp_path / str(bug),
-            bugs=BugSwitches(tv2_abort_retry_hands_out_max_epoch=bug),
-            transaction_version=lambda: 2,
-        ).start()
-        _, pid, _epoch = await h.init(timeout_ms=1_000)
-        md = h.coordinator.metadata("tx")
-        assert md is not None
-        md.producer_epoch = 32_766
-        assert set((await h.add(pid, 32_766, {"t1": [0]})).values()) == {NONE}
+        h, pid = await _open_at_the_last_epoch(
+            tmp_path / str(bug), tv2_abort_retry_hands_out_max_epoch=bug
+        )
         h.clock.advance(60_000)
         assert h.coordinator.abort_timed_out_transactions() == ["tx"]
         await h.flush()
