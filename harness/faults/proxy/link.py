@@ -109,6 +109,10 @@ class Inflight:
     rewrite: bool = False
     swallow: OpenFault | None = None  # the response is not delivered; this fault closes
     swallow_note: dict[str, Any] | None = None  # added to the fault's params when it closes
+    #: rewrites the response (frame with its size prefix) before any response rule sees it:
+    #: a rule that edited the request makes the answer fit the edit (strip_partition's
+    #: ``answer``)
+    answer_patch: Callable[[bytes], bytes] | None = None
 
 
 class ParkedFrame(HeldFrame, Protocol):
@@ -640,6 +644,8 @@ class ProxiedConnection:
                 if new is not frame:
                     self.link.stats.rewrites += 1
                     frame = new
+            if info.answer_patch is not None:
+                frame = info.answer_patch(frame)
         policy = self.link.policy()
         if policy.response_rules and info is not None:
             now = time.time()

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kio.schema.errors import ErrorCode
 from pydantic import ValidationError
 
 from txnchaos.cluster.protocol.codec import request_class
@@ -104,3 +105,46 @@ def test_the_node_gets_the_request_without_one_partition(tmp_path: Path) -> None
         assert gone in every and gone not in _places(first.body)
 
     run(body())
+
+
+def test_answer_gives_the_stripped_partition_back_with_its_error(tmp_path: Path) -> None:
+    """With ``answer``, the node still never sees the stripped partition, and the client's
+    answer names it with that error (the node answers nothing for it: here it answers no
+    marker at all, so the marker result is made too)."""
+
+    async def body() -> None:
+        server = await FakeKafka().start()
+        fleet = await ProxyFleet(fault_log=tmp_path / "faults.jsonl", seed=5).start()
+        link = await fleet.add_link("n1001->n1", server.address)
+        client = await RawClient().connect(link.address)
+        rule = {"kind": "strip_partition", "id": "s", "nth": 1, "answer": "KAFKA_STORAGE_ERROR"}
+        fleet.add_rule(parse_rule(rule))
+        c1 = await client.send(WRITE_TXN_MARKERS, 1, MARKERS)
+        c2 = await client.send(WRITE_TXN_MARKERS, 1, MARKERS)  # the rule is spent
+        (corr1, first), (corr2, second) = await client.recv(), await client.recv()
+        assert (corr1, corr2) == (c1, c2)
+        (sent, _) = await server.wait_received(2)
+        every = _places(make(request_class(WRITE_TXN_MARKERS, 1), MARKERS))
+        (gone,) = every - _places(sent.body)
+        answered = {
+            (int(m.producer_id), t.name, int(p.partition_index)): int(p.error_code)
+            for m in first.markers
+            for t in m.topics
+            for p in t.partitions
+        }
+        assert answered == {gone: int(ErrorCode.kafka_storage_error)}
+        assert list(second.markers) == []  # the node's own (empty) answer, untouched
+        client.close()
+        await fleet.close()
+        await server.close()
+        (entry,) = read_fault_log(tmp_path)
+        assert entry["params"]["answer"] == "kafka_storage_error"
+
+    run(body())
+
+
+def test_answer_must_be_an_error_name() -> None:
+    with pytest.raises(ValidationError, match="not a Kafka error name"):
+        parse_rule({"kind": "strip_partition", "answer": "disk_on_fire"})
+    with pytest.raises(ValidationError, match="give an error"):
+        parse_rule({"kind": "strip_partition", "answer": "none"})
