@@ -31,6 +31,14 @@ _SPECS: tuple[SettingSpec, ...] = (
     SettingSpec("log.retention.ms", int, 7 * 24 * 3600 * 1000, "delete segments older (-1: never)"),
     SettingSpec("log.retention.bytes", int, -1, "partition size limit (-1: none)"),
     SettingSpec("log.retention.check.interval.ms", int, 300_000, "how often retention runs"),
+    SettingSpec(
+        "log.index.interval.bytes",
+        int,
+        4096,
+        "bytes of batches between two offset-index entries (an entry after the first batch "
+        "past it)",
+        0,
+    ),
     SettingSpec("message.max.bytes", int, 1_048_588, "largest record batch accepted"),
     SettingSpec(
         "log.message.timestamp.before.max.ms",

@@ -38,6 +38,7 @@ def log_config_for(
     return LogConfig(
         segment_bytes=pick("segment.bytes", "log.segment.bytes"),
         segment_ms=pick("segment.ms", "log.roll.ms"),
+        index_interval_bytes=pick("index.interval.bytes", "log.index.interval.bytes"),
         retention_ms=pick("retention.ms", "log.retention.ms"),
         retention_bytes=pick("retention.bytes", "log.retention.bytes"),
         max_message_bytes=pick("max.message.bytes", "message.max.bytes"),

@@ -55,6 +55,7 @@ TOPIC_CONFIG_KEYS: dict[str, TopicConfigKey] = {
         # Kafka 4.x: segment.bytes is an INT of at least 1 MiB (KIP-1030).
         TopicConfigKey("segment.bytes", "log.segment.bytes", "INT", minimum=1024 * 1024),
         TopicConfigKey("segment.ms", "log.roll.ms", "LONG", minimum=1),
+        TopicConfigKey("index.interval.bytes", "log.index.interval.bytes", "INT", minimum=0),
         TopicConfigKey("max.message.bytes", "message.max.bytes", "INT", minimum=0),
         TopicConfigKey("message.timestamp.type", None, "STRING", ("CreateTime",)),
         TopicConfigKey(

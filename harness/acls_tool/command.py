@@ -12,10 +12,11 @@ from typing import Any, TypeVar
 
 import click
 
+from ...cluster.protocol.error_names import error_name
 from ...cluster.security.acl import Operation, PatternType, ResourceType
 from ...cluster.security.sasl import SaslCredentials
 from ..cli_input import InputError, check_bootstrap
-from ..transactions_tool.admin import AdminClient, AdminError, Unreachable, error_name
+from ..transactions_tool.admin import AdminClient, AdminError, Unreachable
 from ..transactions_tool.command_config import command_config_option
 from . import model
 from .model import AclInputError, Entry, Permission, Resource

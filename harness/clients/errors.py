@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import enum
 
-from kio.schema.errors import ErrorCode
+from txnchaos.cluster.protocol.error_names import error_name
 
 NONE = 0
 UNKNOWN_SERVER_ERROR = -1
@@ -204,13 +204,6 @@ def action(table: dict[int, Action], code: int) -> Action:
     if found is not None:
         return found
     return Action.ABORTABLE if table is PRODUCE else Action.FATAL
-
-
-def error_name(code: int) -> str:
-    try:
-        return ErrorCode(code).name.upper()
-    except ValueError:
-        return f"ERROR_{code}"
 
 
 class KafkaClientError(Exception):

@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
+from ...cluster.protocol.error_names import error_name
 from ...cluster.protocol.record_batch import (
     CorruptBatch,
     check_length,
@@ -23,7 +24,7 @@ from ...cluster.protocol.record_batch import (
 )
 from ..clients.batch import Record, encode_batch
 from ..launch.base import ClusterHandle
-from .wire import Wire, WireError, error_name
+from .wire import Wire, WireError
 
 T = TypeVar("T")
 

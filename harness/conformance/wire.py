@@ -12,8 +12,6 @@ import socket
 import struct
 from typing import Any
 
-from kio.schema.errors import ErrorCode
-
 from ...cluster.protocol.build import make
 from ...cluster.protocol.codec import decode_response, encode_request_with_kio, request_class
 
@@ -23,15 +21,6 @@ _SIZE = struct.Struct(">i")
 
 class WireError(RuntimeError):
     """The connection failed or closed (the node went away, a frame it would not answer)."""
-
-
-def error_name(code: Any) -> str:
-    """``NONE``, ``INVALID_TXN_STATE``... (Kafka's names) for an error code."""
-    value = int(code)
-    try:
-        return ErrorCode(value).name.upper()
-    except ValueError:
-        return f"ERROR_{value}"
 
 
 class Wire:

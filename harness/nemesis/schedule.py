@@ -144,6 +144,26 @@ def _in_calm(t: float, gen: RandomNemesis) -> bool:
 #: draws :func:`_one_random_fault` makes before it gives up on calm periods
 _PLACEMENT_DRAWS = 1000
 
+NODE_SETTLE_S = 5.0
+"""Seconds after a fixed node fault heals (a restart: the node back and serving) in which
+no random node fault starts. The executor applies faults one after another, and a restart
+waits until its node serves: a random pause of the node it needs (the controller, say) that
+began just before would hold the restart, and the whole schedule behind it, until the
+restart gave up minutes later."""
+
+
+def _fixed_node_windows(actions: list[TimedAction]) -> list[tuple[float, float]]:
+    """When the fixed node faults act, heal and settle: random node faults keep out."""
+    return [
+        (a.at, a.at + a.duration + NODE_SETTLE_S)
+        for a in actions
+        if FAULTS[a.kind].family == "process"
+    ]
+
+
+def _clashes(t: float, length: float, windows: list[tuple[float, float]]) -> bool:
+    return any(t <= hi and t + length >= lo for lo, hi in windows)
+
 
 def no_room(gen: RandomNemesis, duration: float) -> str | None:
     """Why the random generator cannot place a single fault in ``duration`` seconds of
@@ -164,9 +184,11 @@ def _one_random_fault(
     weights: list[float],
     duration: float,
     targets: Targets,
+    node_windows: list[tuple[float, float]],
 ) -> ScheduledFault:
     """One random fault placed uniformly where it fits (outside calm periods, healed by
-    ``duration``): what a random mix whose arrivals all missed the run schedules instead."""
+    ``duration``, a node fault clear of the fixed ones): what a random mix whose arrivals
+    all missed the run schedules instead."""
     lo, hi = gen.duration
     for _ in range(_PLACEMENT_DRAWS):
         kind = rng.choices(kinds, weights)[0]
@@ -176,6 +198,8 @@ def _one_random_fault(
             continue
         t = rng.uniform(gen.start_after, duration - length)
         if _in_calm(t, gen) or t >= duration:
+            continue
+        if spec.family == "process" and _clashes(t, length, node_windows):
             continue
         fault: dict[str, Any] = {"at": round(t, 3), "kind": kind, "duration": round(length, 3)}
         fault.update(spec.random_target(rng, gen, targets))
@@ -211,9 +235,11 @@ def build_schedule(
         weights = [gen.mix[k] for k in kinds]
         mean_gap = 60.0 / gen.intensity
         t = gen.start_after
-        # Random node faults come one at a time: a node restarting while another is paused
-        # (the controller, say) would wait for it, and the schedule with it.
+        # Random node faults come one at a time, and clear of the fixed ones: a node
+        # restarting while another is paused (the controller, say) would wait for it, and
+        # the schedule with it.
         nodes_healed_at = 0.0
+        node_windows = _fixed_node_windows(config.actions)
         while True:
             t += rng.expovariate(1.0 / mean_gap)
             if t >= duration:
@@ -227,6 +253,7 @@ def build_schedule(
                 _in_calm(t, gen)
                 or t + length > duration
                 or (on_node and round(t, 3) < nodes_healed_at)
+                or (on_node and _clashes(t, length, node_windows))
             ):
                 continue
             fault: dict[str, Any] = {"at": round(t, 3), "kind": kind, "duration": round(length, 3)}
@@ -236,6 +263,6 @@ def build_schedule(
                 nodes_healed_at = out[-1].end
         if not any(f.origin == "random" for f in out):
             # a random mix always faults: a quiet draw would pass a run that tested nothing
-            out.append(_one_random_fault(gen, rng, kinds, weights, duration, targets))
+            out.append(_one_random_fault(gen, rng, kinds, weights, duration, targets, node_windows))
     out.sort(key=lambda f: (f.at, f.kind, f.node or 0, f.client or ""))
     return out

@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from kio.schema.errors import ErrorCode
+from txnchaos.cluster.protocol.error_names import error_name
 
 from ...cluster.net.client import PeerAuthenticationFailed, PeerConnection, PeerUnavailable
 from ...cluster.protocol.build import make
@@ -78,13 +78,6 @@ class AdminError(Exception):
 
 class Unreachable(AdminError):
     """No node of the cluster answered."""
-
-
-def error_name(code: int) -> str:
-    try:
-        return ErrorCode(code).name.upper()
-    except ValueError:
-        return f"ERROR_{code}"
 
 
 def raise_for(error_code: Any, what: str) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ...cluster.protocol.error_names import error_name
 from .admin import (
     AbortSpec,
     AdminClient,
@@ -15,7 +16,6 @@ from .admin import (
     TransactionDescription,
     TransactionListing,
     Unreachable,
-    error_name,
 )
 
 #: DescribeProducers requests carry at most this many partitions (Kafka's tool: 500).

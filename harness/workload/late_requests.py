@@ -23,10 +23,10 @@ from collections.abc import Coroutine
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from ...cluster.protocol.error_names import error_name
 from ...rundir.schema import Outcome
 from ...rundir.writer import Op
 from ..clients import KafkaClientError, RetriableError
-from ..clients.errors import error_name
 from ..clients.producer import HeldRequest, Producer
 from .ours import OurProducerClient
 from .recording import ClientError, ErrorClass

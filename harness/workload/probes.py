@@ -25,10 +25,11 @@ import time
 from collections.abc import Callable, Coroutine
 from typing import Any
 
+from ...cluster.protocol.error_names import error_name
 from ...rundir.schema import EventType, Outcome
 from ..clients import KafkaClientError
 from ..clients.batch import Record, encode_batch
-from ..clients.errors import UNSUPPORTED_VERSION, UnsupportedError, error_name
+from ..clients.errors import UNSUPPORTED_VERSION, UnsupportedError
 from ..clients.metadata import KEY_GROUP, KEY_TRANSACTION
 from ..clients.producer import Producer
 from .late_requests import OP_TIMEOUT_S, LateRequestProducer

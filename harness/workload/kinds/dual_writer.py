@@ -56,6 +56,16 @@ class DualWriterSpec(TransactionalProducerSpec):
             )
         return None
 
+    @field_validator("open_for_ms", mode="after")
+    @classmethod
+    def _no_open_for(cls, value: int) -> int:
+        if value:
+            raise ValueError(
+                "open_for_ms cannot be set on a dual_writer: its transactions end in a "
+                "two-phase commit with the database (hold them with a crash hold point)"
+            )
+        return value
+
 
 def two_phase_client(
     spec: DualWriterSpec,

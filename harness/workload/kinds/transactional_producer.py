@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any, Literal, NoReturn
 
@@ -42,6 +43,12 @@ class TransactionalProducerSpec(ProducerSpecBase):
     transactional_id: Annotated[str, Field(min_length=1)] = "{process}"
     #: Retries of a commit_transaction that fails retriably before it is recorded as unknown.
     commit_retries: Annotated[int, Field(ge=0, le=100)] = 3
+    #: Milliseconds a transaction stays open once its records are acknowledged, before it
+    #: commits or aborts (0: it ends at once). A long transaction, as a stream processor's
+    #: commit interval makes them: the LSO stays behind it meanwhile, a node restart or a
+    #: segment roll finds it open, and a read_committed reader that gets its records before
+    #: the commit is invoked shows a broken LSO (precommitted_read, aborted_read).
+    open_for_ms: Annotated[int, Field(ge=0, le=600_000)] = 0
 
     def problem_in(self, config: WorkloadConfig) -> str | None:
         total = sum(config.partitions(t) for t in self.topics)
@@ -142,7 +149,22 @@ class TransactionalProducerWorker(ProducerWorker):
     def transaction(self) -> Outcome:
         txn = self.begin()
         self.send_records(txn)
+        if self.spec.open_for_ms:
+            self.stay_open()
         return self.finish(txn)
+
+    def stay_open(self) -> None:
+        """Wait ``open_for_ms`` with the transaction's records acknowledged (in the log);
+        a run that stops meanwhile ends the wait."""
+        c = self.client
+        assert c is not None
+        c.flush(FLUSH_TIMEOUT_S)
+        until = time.monotonic() + self.spec.open_for_ms / 1000
+        while not c.txn_abortable and not self.ctx.stopping():
+            left = until - time.monotonic()
+            if left <= 0:
+                return
+            time.sleep(min(left, 0.1))
 
     def hold(self, point: str, announce: Callable[[str], None]) -> NoReturn:
         """before-commit: a transaction begun, its records sent and acknowledged (in the

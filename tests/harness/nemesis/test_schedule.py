@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from txnchaos.harness.nemesis.schedule import (
+    NODE_SETTLE_S,
     NemesisConfig,
     RandomNemesis,
     ScheduleError,
@@ -149,3 +150,25 @@ def test_a_random_mix_with_no_room_is_refused() -> None:
     assert no_room(config.random, 12) is None  # type: ignore[arg-type]
     with pytest.raises(ScheduleError, match="leave no room"):
         build_schedule(config, seed=1, duration=10, targets=TARGETS)
+
+
+@settings(max_examples=50, deadline=None)
+@given(seed=st.integers(0, 2**32))
+def test_random_node_faults_keep_clear_of_the_fixed_ones(seed: int) -> None:
+    """A random pause that began just before a fixed kill's heal would hold the restart
+    (it waits for the paused controller), and the whole schedule behind it: random node
+    faults keep out of each fixed node fault's window and the settling after it."""
+    config = NemesisConfig(
+        actions=[
+            TimedAction(at=10, kind="kill", node=2, duration=1),
+            TimedAction(at=30, kind="restart", node=1),
+        ],
+        random=RandomNemesis(mix={"pause": 1, "delay": 1}, intensity=40, duration=(1, 3)),
+    )
+    schedule = build_schedule(config, seed=seed, duration=60, targets=TARGETS)
+    windows = [(10, 11 + NODE_SETTLE_S), (30, 30 + NODE_SETTLE_S)]
+    pauses = [f for f in schedule if f.origin == "random" and f.kind == "pause"]
+    for f in pauses:
+        assert all(f.end < lo or f.at > hi for lo, hi in windows), (f.at, f.end)
+    delays = [f for f in schedule if f.kind == "delay"]
+    assert pauses or delays  # the random mix still faults

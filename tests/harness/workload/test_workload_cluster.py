@@ -187,3 +187,53 @@ def test_transactional_producer_copier_and_consumer(
     # every op of the copier's producer names its group: the analysis ties outputs to the
     # group whose offsets commit with them
     assert {r["group_id"] for r in copier_sends.values()} == {f"copiers-{uniq}"}
+
+
+def _three_commits(run: Path) -> bool:
+    return sum(r["type"] == "commit" for r in ops_so_far(run)) >= 3
+
+
+def test_open_for_ms_keeps_each_transaction_open_after_its_records(
+    wl_bootstrap: str, tmp_path: Path, uniq: str
+) -> None:
+    """``open_for_ms``: a transaction ends no sooner than that long after its last record
+    was acknowledged; its records stay in the log meanwhile, in an open transaction. The
+    run's stop ends the wait, so the last transaction may end sooner."""
+    topic = f"long-{uniq}"
+    config = {
+        "topics": [{"name": topic, "partitions": 2}],
+        "users": [
+            {
+                "kind": "transactional_producer",
+                "topics": [topic],
+                "records_per_txn": 2,
+                "partitions_per_txn": 2,
+                "abort_probability": 0.0,
+                "transaction_timeout_ms": 10000,
+                "open_for_ms": 1500,
+                "rate": 50,
+                "op_timeout_s": 15,
+            }
+        ],
+    }
+    run = tmp_path / "run"
+    run_workload(config, run, wl_bootstrap, 2, timeout_s=120, until=_three_commits)
+    rows = compacted(run)
+    acked: dict[int, int] = defaultdict(int)
+    for r in rows_of(rows, "send", "txn-producer"):
+        if r["outcome"] == "ok":
+            acked[r["txn"]] = max(acked[r["txn"]], r["complete_ns"])
+    commits = [r for r in rows_of(rows, "commit", "txn-producer") if r["outcome"] == "ok"]
+    assert len(commits) >= 3, commits
+    for c in sorted(commits, key=lambda r: r["txn"])[:-1]:
+        held_ms = (c["invoke_ns"] - acked[c["txn"]]) / 1e6
+        assert held_ms >= 1500, (c["txn"], held_ms)
+
+
+def test_open_for_ms_is_refused_on_a_dual_writer() -> None:
+    from pydantic import ValidationError
+
+    from txnchaos.harness.workload.kinds.dual_writer import DualWriterSpec
+
+    with pytest.raises(ValidationError, match="open_for_ms cannot be set on a dual_writer"):
+        DualWriterSpec.model_validate({"kind": "dual_writer", "topics": ["t"], "open_for_ms": 100})

@@ -56,6 +56,7 @@ from txnchaos.cluster.protocol.codec import (
     decode_response,
     encode_request,
 )
+from txnchaos.cluster.protocol.error_names import error_name
 from txnchaos.cluster.protocol.record_batch import CorruptBatch, parse_header
 
 from ..apis import PRODUCE, WRITE_TXN_MARKERS
@@ -398,9 +399,4 @@ def _marker_errors(version: int, answer: bytes) -> dict[tuple[int, Partition], i
 
 
 def _error_name(code: int | None) -> str:
-    if code is None:
-        return "none"
-    try:
-        return ErrorCode(code).name.upper()
-    except ValueError:
-        return str(code)
+    return "none" if code is None else error_name(code)
