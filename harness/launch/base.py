@@ -18,7 +18,9 @@ the run's fault log (``faults.jsonl``, the proxy's log when proxied) with ``link
 ``target`` ``{"node": id, "role": role}`` and ``params`` ``{"launcher": name}``: ``kill`` and
 ``restart`` span the operation itself (for a restart: until the node serves again),
 ``pause`` and ``disconnect`` span until ``resume``/``reconnect`` (or until a restart, a kill
-of a paused node, or the cluster's stop ends them).
+of a paused node, or the cluster's stop ends them). A ``kill`` and a ``restart`` also give
+the node a new incarnation in the proxy fleet (``ProxyFleet.new_incarnation``), which tells
+the connections of its new process from the old one's (the ``stale_marker`` rule reads it).
 """
 
 from __future__ import annotations
@@ -214,6 +216,7 @@ class ClusterHandle(abc.ABC):
         self._end_span(PAUSE, node_id)
         start = time.time()
         self._kill(node_id)
+        self._new_incarnation(node_id)
         self._record(KILL, node_id, start, time.time())
 
     def pause(self, node_id: int) -> None:
@@ -234,9 +237,19 @@ class ClusterHandle(abc.ABC):
         same data and addresses; returns once it serves."""
         self.require(RESTART, node_id)
         start = time.time()
+        self._new_incarnation(node_id)
         self._restart(node_id)
         self._end_span(PAUSE, node_id)
         self._record(RESTART, node_id, start, time.time())
+
+    def _new_incarnation(self, node_id: int) -> None:
+        """Tell the proxies that the node's next process is a new incarnation: after a kill
+        (the old process is gone), and as a restart begins (the old process only shuts down
+        from then on). The connections they accept from it from now on carry the new
+        incarnation's number (a pause or a disconnect keeps the process: not one)."""
+        if self.fleet is not None and not self._stopped:
+            fleet = self.fleet.fleet
+            self.fleet.call(fleet.new_incarnation, node_id)
 
     def tear(self, node_id: int) -> list[str]:
         """Leave a torn tail in a node's files, as a power loss can

@@ -395,6 +395,9 @@ class ProxiedConnection:
         self.client = client
         self.upstream: asyncio.Transport | None = None
         self.peer = client.get_extra_info("peername")
+        #: the node this connection comes from and its incarnation when it was accepted
+        #: (a process's connections die with it): None for a client's
+        self.source = self.fleet.source_incarnation(link.name)
         self.inflight: dict[int, Inflight] = {}
         self.order: deque[int] = deque()  # correlation ids in client order, awaiting response
         self.order_set: set[int] = set()

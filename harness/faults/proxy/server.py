@@ -69,6 +69,8 @@ class ProxyFleet:
         self._timers: dict[str, list[asyncio.TimerHandle]] = {}
         self._spans: dict[tuple[str, str], tuple[float, Any]] = {}  # (rule id, link) -> start
         self.faults_recorded = 0
+        #: node id -> how many times its process was replaced (killed, restarted) so far
+        self.incarnations: dict[int, int] = {}
         self._closed = False
 
     async def start(self) -> ProxyFleet:
@@ -124,6 +126,23 @@ class ProxyFleet:
         for i, addr in enumerate(bootstrap):
             await cluster.add_bootstrap(i, parse_address(addr))
         return cluster
+
+    # ------------------------------------------------------------------ incarnations
+
+    def new_incarnation(self, node_id: int) -> int:
+        """Node ``node_id``'s process is being replaced (killed, or restarted): the
+        connections it opens from now on are a new incarnation's. Returns its number."""
+        self.incarnations[node_id] = self.incarnations.get(node_id, 0) + 1
+        return self.incarnations[node_id]
+
+    def source_incarnation(self, link: str) -> tuple[int, int] | None:
+        """The node link ``link`` leads from (``1001`` of ``n1001->n1``) and its incarnation
+        now; None for a client's link."""
+        source = link.split("->", 1)[0]
+        if len(source) < 2 or source[0] != "n" or not source[1:].isdigit():
+            return None
+        node = int(source[1:])
+        return node, self.incarnations.get(node, 0)
 
     # ------------------------------------------------------------------ rules
 

@@ -1,6 +1,7 @@
 """``stale_marker``: copies of transaction markers delivered again once a broker must refuse
 them (proxy rule ``stale_marker``: a TV2 marker while the producer's next transaction is
-open, a marker of an older producer epoch, or of an older coordinator epoch)."""
+open, a marker of an older producer epoch, one a coordinator node sent before the harness
+restarted or killed it, or one of an older coordinator epoch)."""
 
 from __future__ import annotations
 

@@ -4,9 +4,9 @@ the broker must refuse it, so that a broker that takes it ends the wrong transac
 A marker request can arrive twice: a coordinator retries it, a network duplicates it, an old
 coordinator incarnation's request is still on its way. A broker tells a harmless repeat from
 a stale marker by epochs, and this rule delivers a copy of an earlier marker exactly when
-the epochs say *stale*, right after the broker answered a write of the marker's producer to
-the marker's partition (before that answer reaches the client, so the producer's next
-transaction is open there):
+the epochs, or the coordinator's incarnation, say *stale*, right after the broker answered a
+write of the marker's producer to the marker's partition (before that answer reaches the
+client, so the producer's next transaction is open there):
 
 * **TV2, same epoch.** Under KIP-890 (transaction version 2) every transaction ends with a
   marker at a newly bumped epoch, and the producer's next transaction runs at that epoch. A
@@ -17,11 +17,22 @@ transaction is open there):
 * **An older producer epoch**, any transaction version: the producer has re-initialised
   since (a restart, KIP-360's bump after an abortable error), and the broker has just
   written a batch of its newer epoch: a marker of an older epoch is a zombie's.
-* **TV0/1, same producer epoch, older coordinator epoch.** At transaction version 0 and 1 a
-  producer keeps its epoch from one transaction to the next, so only the coordinator epoch
-  tells an old marker from a fresh one: the copy is delivered only once the broker has
-  written (answered without error) a marker of that producer at that partition from a newer
-  coordinator epoch (the coordinator restarted or moved since), which it must remember.
+* **TV0/1, same producer epoch, an older coordinator incarnation.** At transaction version
+  0 and 1 a producer keeps its epoch from one transaction to the next, so no producer epoch
+  tells an old marker from a fresh one. The harness knows when a coordinator's process was
+  replaced (it killed or restarted the node: ``ClusterHandle`` tells the proxy fleet, which
+  numbers each node's incarnations and stamps every connection it accepts from a node with
+  the node's incarnation then); the copy is delivered once the broker has written (answered
+  without error) a marker of that producer at that partition from a newer incarnation of
+  the node that sent the copy. A coordinator bumps its coordinator epoch whenever it loads
+  its transaction-log partition, so the copy's coordinator epoch is older than the one the
+  broker remembers: a broker must refuse it. (A coordinator that keeps its coordinator
+  epoch across a restart gets it written, and no epoch at the proxy shows that.)
+* **TV0/1, same producer epoch, older coordinator epoch**, for the copies the previous
+  reason does not reach (another coordinator node's, or one whose node the proxy does not
+  know): the copy is delivered once the broker has written a marker of that producer at
+  that partition from a newer coordinator epoch (the coordinator moved since), which it
+  must remember.
 
 A copy carries one marker for one partition and goes over a connection the proxy opens to
 the broker for it alone; its answer goes to no one. Every delivered copy is one fault-log
@@ -100,9 +111,12 @@ class MarkerCopy:
     request: Any  # the WriteTxnMarkers request body with only this marker and partition
     api_version: int
     client_id: str | None
+    #: the coordinator node that sent it and that node's incarnation when the proxy accepted
+    #: the connection it came on (None: not from a node's link)
+    source: tuple[int, int] | None = None
 
     def describe(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "producer_id": self.producer_id,
             "producer_epoch": self.producer_epoch,
             "coordinator_epoch": self.coordinator_epoch,
@@ -110,6 +124,9 @@ class MarkerCopy:
             "commit": self.commit,
             "partition": f"{self.partition[0]}-{self.partition[1]}",
         }
+        if self.source is not None:
+            out["source"] = {"node": self.source[0], "incarnation": self.source[1]}
+        return out
 
 
 @dataclass(eq=False)
@@ -120,6 +137,9 @@ class Copies:
     kept: dict[tuple[Node, int], deque[MarkerCopy]] = field(default_factory=dict)
     #: the newest coordinator epoch of a marker each broker wrote, by partition and producer
     written: dict[tuple[Node, Partition, int], int] = field(default_factory=dict)
+    #: the newest incarnation of each coordinator node a marker each broker wrote came from,
+    #: by partition, producer and coordinator node
+    written_by: dict[tuple[Node, Partition, int, int], int] = field(default_factory=dict)
     #: requests awaiting their answer, by (connection, correlation id): the markers sent, or
     #: a Produce's transactional batches (partition -> producer id and epoch)
     markers_sent: dict[tuple[int, int], list[MarkerCopy]] = field(default_factory=dict)
@@ -174,7 +194,11 @@ class StaleMarkerRule(FrameRuleBase):
         key = (id(request.conn), request.corr)
         if request.api_key == WRITE_TXN_MARKERS:
             upstream = request.conn.link.upstream
-            sent = _marker_copies(request.frame, upstream) if upstream is not None else []
+            sent = (
+                _marker_copies(request.frame, upstream, request.conn.source)
+                if upstream is not None
+                else []
+            )
             if not sent:
                 return False
             node = _node(request.conn.link.name)
@@ -254,6 +278,8 @@ def _stale_copies(
             why = f"producer epoch {copy.producer_epoch} is older than the write's {epoch}"
         elif copy.producer_epoch == epoch and copy.transaction_version >= 2:
             why = f"TV2 marker at epoch {epoch}, the epoch of the transaction open there"
+        elif copy.producer_epoch == epoch and (older := _older_incarnation(c, node, pid, copy)):
+            why = f"older coordinator incarnation: {older}"
         elif copy.producer_epoch == epoch and copy.coordinator_epoch < newest_coordinator:
             why = (
                 f"coordinator epoch {copy.coordinator_epoch} is older than the "
@@ -265,6 +291,18 @@ def _stale_copies(
     return out
 
 
+def _older_incarnation(c: Copies, node: Node, pid: int, copy: MarkerCopy) -> str | None:
+    """Why ``copy`` comes from an older incarnation of its coordinator node than a marker of
+    ``pid`` that ``node`` wrote at the copy's partition since; None if it does not."""
+    if copy.source is None:
+        return None
+    node_id, incarnation = copy.source
+    newer = c.written_by.get((node, copy.partition, pid, node_id), -1)
+    if newer <= incarnation:
+        return None
+    return f"n{node_id} incarnation {incarnation}, a marker of incarnation {newer} written since"
+
+
 def _remember_written(
     c: Copies, node: Node, sent: list[MarkerCopy], errors: dict[tuple[int, Partition], int]
 ) -> None:
@@ -272,6 +310,9 @@ def _remember_written(
         if errors.get((copy.producer_id, copy.partition)) == 0:
             where = (node, copy.partition, copy.producer_id)
             c.written[where] = max(c.written.get(where, -1), copy.coordinator_epoch)
+            if copy.source is not None:
+                by = (*where, copy.source[0])
+                c.written_by[by] = max(c.written_by.get(by, -1), copy.source[1])
 
 
 async def _deliver(
@@ -318,9 +359,11 @@ async def _exchange(upstream: Address, frame: bytes) -> bytes:
             await writer.wait_closed()
 
 
-def _marker_copies(frame: bytes, upstream: Address) -> list[MarkerCopy]:
+def _marker_copies(
+    frame: bytes, upstream: Address, source: tuple[int, int] | None
+) -> list[MarkerCopy]:
     """One copy per marker and partition of a WriteTxnMarkers request going to ``upstream``
-    (none if it does not decode)."""
+    from ``source`` (none if it does not decode)."""
     try:
         header, body = decode_request(bytes(frame[4:]))
     except ProtocolError:
@@ -343,6 +386,7 @@ def _marker_copies(frame: bytes, upstream: Address) -> list[MarkerCopy]:
                         request=dataclasses.replace(body, markers=(one,)),
                         api_version=int(header.request_api_version),
                         client_id=header.client_id,
+                        source=source,
                     )
                 )
     return out

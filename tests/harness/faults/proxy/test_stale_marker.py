@@ -9,12 +9,14 @@ from collections import deque
 import pytest
 from pydantic import ValidationError
 
+from txnchaos.harness.faults.proxy import ProxyFleet
 from txnchaos.harness.faults.proxy.rules import StaleMarkerRule, parse_rule
 from txnchaos.harness.faults.proxy.rules.stale_marker import (
     _AWAITING_MAX,
     Copies,
     MarkerCopy,
     _awaiting,
+    _remember_written,
     _stale_copies,
 )
 
@@ -22,7 +24,13 @@ P0 = ("events", 0)
 P1 = ("events", 1)
 
 
-def _copy(epoch: int, tv: int, coordinator: int = 0, partition: tuple[str, int] = P0) -> MarkerCopy:
+def _copy(
+    epoch: int,
+    tv: int,
+    coordinator: int = 0,
+    partition: tuple[str, int] = P0,
+    source: tuple[int, int] | None = None,
+) -> MarkerCopy:
     return MarkerCopy(
         producer_id=7,
         producer_epoch=epoch,
@@ -34,6 +42,7 @@ def _copy(epoch: int, tv: int, coordinator: int = 0, partition: tuple[str, int] 
         request=None,
         api_version=1,
         client_id=None,
+        source=source,
     )
 
 
@@ -66,6 +75,59 @@ def test_a_tv0_marker_at_the_same_epoch_waits_for_a_newer_coordinator_epoch() ->
     c.written[("n1", P0, 7)] = 5  # the coordinator restarted and wrote a marker since
     ((copy, why),) = _stale_copies(c, "n1", P0, 7, 3)
     assert copy is same and why.startswith("coordinator epoch 4 is older than the 5")
+
+
+def test_a_marker_of_an_older_coordinator_incarnation_is_stale_at_the_same_epochs() -> None:
+    """A coordinator node restarted (its incarnation 0 -> 1) without bumping its coordinator
+    epoch: nothing but the incarnation tells its old marker from the new one's, and once
+    the broker wrote one of the new incarnation the old one's copy goes."""
+    old = _copy(3, 0, coordinator=4, source=(1001, 0))
+    other = _copy(3, 0, coordinator=4, source=(1002, 0))  # another node's: unchanged
+    c = _state(old, other)
+    fresh = _copy(3, 0, coordinator=4, source=(1001, 0))
+    _remember_written(c, "n1", [fresh], {(7, P0): 0})  # the same incarnation
+    assert _stale_copies(c, "n1", P0, 7, 3) == []
+    refused = _copy(3, 0, coordinator=4, source=(1001, 1))
+    _remember_written(c, "n1", [refused], {(7, P0): 47})  # the broker did not write it
+    assert _stale_copies(c, "n1", P0, 7, 3) == []
+    new = _copy(3, 0, coordinator=4, source=(1001, 1))
+    _remember_written(c, "n1", [new], {(7, P0): 0})
+    assert c.written_by == {("n1", P0, 7, 1001): 1}
+    assert _stale_copies(c, "n2", P0, 7, 3) == []  # another broker wrote nothing of it
+    ((copy, why),) = _stale_copies(c, "n1", P0, 7, 3)
+    assert copy is old
+    assert why == (
+        "older coordinator incarnation: n1001 incarnation 0, a marker of incarnation 1 written "
+        "since"
+    )
+    assert copy.describe()["source"] == {"node": 1001, "incarnation": 0}
+    assert list(c.kept[("n1", 7)]) == [other]
+
+
+def test_the_incarnation_names_an_old_copy_before_its_coordinator_epoch_does() -> None:
+    """On a correct cluster an old incarnation's copy is also of an older coordinator epoch:
+    it is logged as the incarnation's, which a correct broker must refuse as well."""
+    c = _state(_copy(3, 1, coordinator=4, source=(1001, 0)))
+    _remember_written(c, "n1", [_copy(3, 1, coordinator=5, source=(1001, 1))], {(7, P0): 0})
+    ((_, why),) = _stale_copies(c, "n1", P0, 7, 3)
+    assert why.startswith("older coordinator incarnation: n1001 incarnation 0")
+
+
+def test_the_fleet_numbers_a_nodes_incarnations_for_its_links() -> None:
+    fleet = ProxyFleet()
+    assert fleet.source_incarnation("n1001->n1") == (1001, 0)
+    assert fleet.new_incarnation(1001) == 1
+    assert fleet.new_incarnation(1001) == 2
+    assert fleet.source_incarnation("n1001->n1") == (1001, 2)
+    assert fleet.source_incarnation("n1->n2.controller") == (1, 0)
+    assert fleet.source_incarnation("client->n1") is None
+    assert fleet.source_incarnation("client->bootstrap0") is None
+
+
+def test_an_older_incarnations_marker_of_a_newer_producer_epoch_waits() -> None:
+    c = _state(_copy(4, 0, source=(1001, 0)))
+    _remember_written(c, "n1", [_copy(4, 0, source=(1001, 1))], {(7, P0): 0})
+    assert _stale_copies(c, "n1", P0, 7, 3) == []
 
 
 def test_an_older_producer_epoch_is_stale_at_any_version() -> None:
