@@ -18,5 +18,5 @@ def test_index_interval_from_the_broker_setting_and_the_topic_override() -> None
 
 
 def test_a_negative_index_interval_is_refused() -> None:
-    with pytest.raises(SettingsError, match="log.index.interval.bytes"):
+    with pytest.raises(SettingsError, match=r"log\.index\.interval\.bytes"):
         NodeSettings({"log.index.interval.bytes": "-1"})
