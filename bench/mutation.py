@@ -3,8 +3,9 @@
 Each mutant (bench/mutants.py: one exact text replacement in one file of ``cluster/``) is
 applied to a scratch copy of the cluster, and every scenario is run against it, one
 `txnchaos run` at a time. The scratch tree is ``<out>/trees/<mutant>/txnchaos/`` with a
-copy of ``cluster/`` and links to ``harness/`` and ``analysis/``; it goes first on
-PYTHONPATH, ahead of the editable install (whose finder comes after the path finder), so
+copy of ``cluster/`` and links to the other layers (``rundir/``, ``harness/``, ``analysis/``,
+``jobs/``); it goes first on PYTHONPATH, ahead of the editable install (whose finder comes
+after the path finder), so
 the harness and every node process it starts import the mutated ``txnchaos.cluster`` (and
 the harness and analysis of the checkout this script is in: run a copy of the checkout to
 keep editing this one meanwhile). The unmutated baseline runs from such a tree as well. The
@@ -88,8 +89,14 @@ def apply_mutant(mutant: Mutant, cluster_src: Path, tree: Path) -> Path:
     return tree
 
 
+#: the package's layers besides the cluster (setup.py's LAYERS)
+OTHER_LAYERS = ("rundir", "harness", "analysis", "jobs")
+
+
 def build_tree(cluster_src: Path, tree: Path) -> Path:
-    """``tree/txnchaos/`` with a copy of the cluster and links to the other two layers."""
+    """``tree/txnchaos/`` with a copy of the cluster and links to the other layers of this
+    checkout (every one: a layer left out would be imported from wherever ``txnchaos`` is
+    installed, which need not be this checkout)."""
     pkg = tree / "txnchaos"
     if tree.exists():
         shutil.rmtree(tree)
@@ -98,7 +105,7 @@ def build_tree(cluster_src: Path, tree: Path) -> Path:
     shutil.copytree(
         cluster_src, pkg / "cluster", ignore=shutil.ignore_patterns("__pycache__", "*.pyc")
     )
-    for layer in ("harness", "analysis"):
+    for layer in OTHER_LAYERS:
         (pkg / layer).symlink_to(ROOT / layer, target_is_directory=True)
     return tree
 

@@ -141,3 +141,27 @@ def test_a_client_crash_is_counted_apart_from_harness_errors(tmp_path: Path) -> 
     assert not mutation.client_crashed(tmp_path)
     (tmp_path / "verdict.json").write_text("{not json")
     assert not mutation.client_crashed(tmp_path)
+
+
+def test_the_scratch_tree_imports_every_layer_from_this_checkout(tmp_path: Path) -> None:
+    """The tree holds the mutated cluster and every other layer of this checkout: a layer
+    left out would come from wherever txnchaos is installed (another checkout, say)."""
+    mutation = _bench_module("mutation")
+    tree = mutation.build_tree(mutation.ROOT / "cluster", tmp_path / "tree")
+    code = (
+        "import json, txnchaos.cluster, txnchaos.rundir, txnchaos.harness, txnchaos.analysis, "
+        "txnchaos.jobs, sys; print(json.dumps({m: sys.modules['txnchaos.' + m].__path__[0] "
+        "for m in ('cluster', 'rundir', 'harness', 'analysis', 'jobs')}))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        env={"PYTHONPATH": str(tree), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    paths = json.loads(out)
+    for layer in ("cluster", "rundir", "harness", "analysis", "jobs"):
+        assert Path(paths[layer]) == tree / "txnchaos" / layer, layer  # found in the tree
+        if layer != "cluster":  # ... as a link to this checkout's
+            assert Path(paths[layer]).resolve() == (mutation.ROOT / layer).resolve(), layer
