@@ -27,6 +27,7 @@ Run: .venv/bin/python bench/mutation.py [--mutants a,b] [--scenarios f.yaml,...]
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import shutil
@@ -89,8 +90,14 @@ def apply_mutant(mutant: Mutant, cluster_src: Path, tree: Path) -> Path:
     return tree
 
 
-#: the package's layers besides the cluster (setup.py's LAYERS)
-OTHER_LAYERS = ("rundir", "harness", "analysis", "jobs")
+def _other_layers() -> tuple[str, ...]:
+    """The package's layers besides the cluster, as setup.py's LAYERS names them (read by
+    scripts/layers.py, which the shell scripts use too)."""
+    spec = importlib.util.spec_from_file_location("layers", ROOT / "scripts" / "layers.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return tuple(layer for layer in module.layers() if layer != "cluster")
 
 
 def build_tree(cluster_src: Path, tree: Path) -> Path:
@@ -105,7 +112,7 @@ def build_tree(cluster_src: Path, tree: Path) -> Path:
     shutil.copytree(
         cluster_src, pkg / "cluster", ignore=shutil.ignore_patterns("__pycache__", "*.pyc")
     )
-    for layer in OTHER_LAYERS:
+    for layer in _other_layers():
         (pkg / layer).symlink_to(ROOT / layer, target_is_directory=True)
     return tree
 

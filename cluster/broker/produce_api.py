@@ -37,6 +37,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from ..protocol.error_names import error_name
 from ..protocol.hot_codecs import PartitionResult, produce_response
 from ..protocol.record_batch import ATTRIBUTES_OFFSET, TRANSACTIONAL_BIT, CorruptBatch, parse_header
 from ..server.dispatch import ApiRegistry, RequestContext
@@ -116,7 +117,7 @@ def verification_failure(index: int, error: int) -> PartitionResult:
     if error in RETRIABLE_VERIFICATION_ERRORS:
         message = (
             "Unable to verify the partition has been added to the transaction. "
-            f"Underlying error: {ErrorCode(error).name.upper()}"
+            f"Underlying error: {error_name(error)}"
         )
         return (index, NOT_ENOUGH_REPLICAS, -1, -1, -1, (), message)
     return (index, error, -1, -1, -1, (), None)
