@@ -84,6 +84,8 @@ class _ResponseProtocol(asyncio.BufferedProtocol):
     def __init__(self, owner: PeerConnection) -> None:
         self.owner = owner
         self.transport: asyncio.Transport | None = None
+        #: the connection closed, possibly before its owner took it into use
+        self.lost = False
         self._reads = FrameBuffer()
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -104,6 +106,7 @@ class _ResponseProtocol(asyncio.BufferedProtocol):
             self.owner._deliver(frame)
 
     def connection_lost(self, exc: Exception | None) -> None:
+        self.lost = True
         self.owner._lost(self)
 
 
@@ -152,6 +155,12 @@ class PeerConnection:
             )
         except (OSError, TimeoutError) as exc:
             raise PeerUnavailable(f"cannot connect to {self.host}:{self.port}: {exc}") from exc
+        if protocol.lost or protocol.transport is None or protocol.transport.is_closing():
+            # Reset between being made and being taken into use (a fault proxy whose node
+            # is down accepts, then resets): its connection_lost came before _protocol was
+            # set, so nothing would fail a request written into it, which would wait out
+            # its whole timeout.
+            raise PeerUnavailable(f"connection to {self.host}:{self.port} closed while connecting")
         self._protocol = protocol
         if self.sasl is not None:
             try:
@@ -315,7 +324,8 @@ class PeerConnection:
             if not self.connected:
                 await self._connect()
             protocol = self._protocol
-            assert protocol is not None and protocol.transport is not None
+            if protocol is None or protocol.transport is None:  # lost while authenticating
+                raise PeerUnavailable(f"connection to {self.host}:{self.port} closed")
             correlation_id = next(self._ids) & 0x7FFFFFFF
             fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
             cls = type(request)

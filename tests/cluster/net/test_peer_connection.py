@@ -5,9 +5,16 @@ connections. The marker sender over it, with a flush that waits for callback sen
 from __future__ import annotations
 
 import asyncio
+import random
+import socket
+import struct
+import threading
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
+
+import pytest
 
 from tests.cluster.coordinator.transactions.txn_support import async_test
 from txnchaos.cluster.coordinator.transactions.marker_sender import (
@@ -125,6 +132,53 @@ async def test_a_lost_connection_fails_the_callbacks() -> None:
         await peer.server.stop()  # closes every connection
         await answers.wait_for(1)
         assert isinstance(answers.got[0][1], PeerUnavailable)
+
+
+class ResettingListener:
+    """A listener on its own thread that resets every connection it accepts within a
+    millisecond: a fault proxy whose node is down (it accepts, cannot reach the node, and
+    RSTs the client). The reset lands at varied points of the connecting side's set-up,
+    often between the connection being made and being taken into use."""
+
+    def __init__(self) -> None:
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        self.random = random.Random(1)
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return  # closed
+            time.sleep(self.random.uniform(0, 0.001))
+            conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            conn.close()
+
+    def close(self) -> None:
+        self.sock.shutdown(socket.SHUT_RDWR)
+        self.sock.close()
+        self.thread.join()
+
+
+@async_test
+async def test_a_connection_reset_while_connecting_fails_the_request() -> None:
+    """The reset can arrive before the connection is taken into use: the request fails
+    as the connection's loss, never written into the closed connection to wait out its
+    whole timeout (a broker's KIP-890 verification held 30 s behind a restarting
+    coordinator's proxy so)."""
+    listener = ResettingListener()
+    conn = PeerConnection("127.0.0.1", listener.port, client_id="t", stall_probe_s=0.05)
+    try:
+        for _ in range(100):
+            with pytest.raises(PeerUnavailable) as failed:
+                await conn.request(end_txn(1), timeout=LIMIT)
+            assert "timed out" not in str(failed.value)
+    finally:
+        await conn.close()
+        listener.close()
 
 
 @async_test
