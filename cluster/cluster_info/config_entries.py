@@ -85,6 +85,10 @@ KAFKA_DYNAMIC_BROKER_CONFIGS = frozenset(
 #: (168) and log.roll.ms from log.roll.hours (168), which the project's nodes do not have:
 #: their defaults stand in for those
 NULL_DEFAULTS = frozenset({"log.retention.ms", "log.roll.ms", "sasl.jaas.config"})
+#: the hours setting Kafka falls back on for these (a synonym: DEFAULT_CONFIG, 168). Kafka
+#: lists it after the milliseconds setting only when that is set: unset, the synonyms
+#: start at the first of the config's own name, so there are none
+HOURS_SYNONYMS = {"log.retention.ms": "log.retention.hours", "log.roll.ms": "log.roll.hours"}
 
 #: a topic config's broker config (Kafka's ServerTopicConfigSynonyms) where the node has
 #: no setting of that name: the topic config's fixed default is that config's default
@@ -129,6 +133,9 @@ def broker_synonyms(name: str, settings: NodeSettings) -> list[Synonym]:
     if settings.given(name):
         value = None if hidden else render_setting(settings.get(name))
         out.append(Synonym(name, value, SOURCE_STATIC_BROKER))
+        hours = HOURS_SYNONYMS.get(name)
+        if hours is not None:
+            out.append(Synonym(hours, str(spec.default // 3_600_000), SOURCE_DEFAULT))
     if name not in NULL_DEFAULTS:
         value = None if hidden else render_setting(spec.default)
         out.append(Synonym(name, value, SOURCE_DEFAULT))

@@ -89,7 +89,8 @@ def test_a_config_whose_kafka_default_is_null_has_no_default_synonym() -> None:
     assert (b["value"], b["config_source"], b["synonyms"], b["read_only"]) == (None, 5, [], False)
     given = NodeSettings({"log.retention.ms": "60000"})
     assert broker("log.retention.ms", given)["synonyms"] == [
-        {"name": "log.retention.ms", "value": "60000", "source": 4}
+        {"name": "log.retention.ms", "value": "60000", "source": 4},
+        {"name": "log.retention.hours", "value": "168", "source": 5},  # Kafka's fallback
     ]
     assert topic("retention.ms", {}, given)["config_source"] == 4
 
