@@ -232,6 +232,7 @@ class NodeSettings:
 
     def __init__(self, overrides: dict[str, Any] | None = None) -> None:
         self._values = {name: spec.default for name, spec in SPECS.items()}
+        self._given = frozenset(overrides or {})
         for name, value in (overrides or {}).items():
             spec = SPECS.get(name)
             if spec is None:
@@ -271,6 +272,12 @@ class NodeSettings:
 
     def get(self, name: str) -> Any:
         return self._values[name]
+
+    def given(self, name: str) -> bool:
+        """Whether ``name`` was set (``--set``, a scenario's settings) rather than left at
+        its default, even when set to the default's value: Kafka's static broker config
+        as opposed to its default (DescribeConfigs' config source)."""
+        return name in self._given
 
     def items(self) -> list[tuple[str, Any]]:
         return sorted(self._values.items())

@@ -27,6 +27,7 @@ class TopicConfigKey:
     kind: str  # "INT", "LONG" (Kafka's ConfigDef types) or "STRING"
     allowed: tuple[str, ...] = ()
     minimum: int | None = None  # Kafka's Range.atLeast
+    doc: str = ""  # what DescribeConfigs answers with include_documentation
 
     def check(self, value: str) -> str | None:
         """Why ``value`` is invalid for this key (Kafka's wording), or None."""
@@ -49,33 +50,94 @@ class TopicConfigKey:
 TOPIC_CONFIG_KEYS: dict[str, TopicConfigKey] = {
     k.name: k
     for k in (
-        TopicConfigKey("cleanup.policy", None, "STRING", ("delete",)),
-        TopicConfigKey("retention.ms", "log.retention.ms", "LONG", minimum=-1),
-        TopicConfigKey("retention.bytes", "log.retention.bytes", "LONG"),
+        TopicConfigKey(
+            "cleanup.policy",
+            None,
+            "STRING",
+            ("delete",),
+            doc="what happens to old segments: deleted by retention (the nodes do not compact)",
+        ),
+        TopicConfigKey(
+            "retention.ms",
+            "log.retention.ms",
+            "LONG",
+            minimum=-1,
+            doc="delete a segment once its newest record is older than this (-1: never)",
+        ),
+        TopicConfigKey(
+            "retention.bytes",
+            "log.retention.bytes",
+            "LONG",
+            doc="delete the oldest segments while a partition is larger than this (-1: no limit)",
+        ),
         # Kafka 4.x: segment.bytes is an INT of at least 1 MiB (KIP-1030).
-        TopicConfigKey("segment.bytes", "log.segment.bytes", "INT", minimum=1024 * 1024),
-        TopicConfigKey("segment.ms", "log.roll.ms", "LONG", minimum=1),
-        TopicConfigKey("index.interval.bytes", "log.index.interval.bytes", "INT", minimum=0),
-        TopicConfigKey("max.message.bytes", "message.max.bytes", "INT", minimum=0),
-        TopicConfigKey("message.timestamp.type", None, "STRING", ("CreateTime",)),
+        TopicConfigKey(
+            "segment.bytes",
+            "log.segment.bytes",
+            "INT",
+            minimum=1024 * 1024,
+            doc="roll to a new segment once the active one holds this many bytes",
+        ),
+        TopicConfigKey(
+            "segment.ms",
+            "log.roll.ms",
+            "LONG",
+            minimum=1,
+            doc="roll to a new segment once the active one is this old",
+        ),
+        TopicConfigKey(
+            "index.interval.bytes",
+            "log.index.interval.bytes",
+            "INT",
+            minimum=0,
+            doc="bytes of batches between two offset-index entries",
+        ),
+        TopicConfigKey(
+            "max.message.bytes",
+            "message.max.bytes",
+            "INT",
+            minimum=0,
+            doc="the largest record batch a partition accepts",
+        ),
+        TopicConfigKey(
+            "message.timestamp.type",
+            None,
+            "STRING",
+            ("CreateTime",),
+            doc="which timestamp records keep: the producer's (CreateTime)",
+        ),
         TopicConfigKey(
             "message.timestamp.before.max.ms",
             "log.message.timestamp.before.max.ms",
             "LONG",
             minimum=0,
+            doc="how far behind the broker's clock a record's timestamp may be",
         ),
         TopicConfigKey(
             "message.timestamp.after.max.ms",
             "log.message.timestamp.after.max.ms",
             "LONG",
             minimum=0,
+            doc="how far ahead of the broker's clock a record's timestamp may be",
         ),
-        TopicConfigKey("min.insync.replicas", "min.insync.replicas", "INT", minimum=1),
-        TopicConfigKey("compression.type", None, "STRING", ("producer",)),
+        TopicConfigKey(
+            "min.insync.replicas",
+            "min.insync.replicas",
+            "INT",
+            minimum=1,
+            doc="accepted for compatibility and not enforced (the nodes keep one replica)",
+        ),
+        TopicConfigKey(
+            "compression.type",
+            None,
+            "STRING",
+            ("producer",),
+            doc="how batches are stored: as the producer compressed them (producer)",
+        ),
     )
 }
 
-_FIXED_DEFAULTS = {
+FIXED_DEFAULTS = {
     "cleanup.policy": "delete",
     "message.timestamp.type": "CreateTime",
     "compression.type": "producer",
@@ -134,5 +196,5 @@ def effective_topic_configs(
         elif key.broker_default_key is not None:
             result[name] = (str(settings.get(key.broker_default_key)), True)
         else:
-            result[name] = (_FIXED_DEFAULTS[name], True)
+            result[name] = (FIXED_DEFAULTS[name], True)
     return result

@@ -604,22 +604,37 @@ async def delete_records(a: Access, ctx: RequestContext, req: Any, handler: Hand
     )
 
 
+#: DescribeConfigs' resource types (ConfigResource.Type) and how Kafka authorizes each:
+#: TOPIC and GROUP by their name, BROKER, BROKER_LOGGER and CLIENT_METRICS on the cluster
+_CONFIG_TOPIC, _CONFIG_GROUP = 2, 32
+_CONFIG_CLUSTER_TYPES = frozenset({4, 8, 16})
+
+
 async def describe_configs(a: Access, ctx: RequestContext, req: Any, handler: Handler) -> Any:
+    """Kafka's ConfigHelper: a resource type it does not know refuses the whole request
+    before anything is authorized (the handler's INVALID_REQUEST for every resource);
+    otherwise each resource needs DESCRIBE_CONFIGS on its topic, group or the cluster, and
+    the refused ones are answered after the allowed ones, with Kafka's messages."""
+    known = _CONFIG_CLUSTER_TYPES | {_CONFIG_TOPIC, _CONFIG_GROUP}
     response = _entity(await handler(ctx, req))
-    results = []
+    if any(r.resource_type not in known for r in req.resources):
+        return response
+    allowed, refused = [], []
     for r in response.results:
-        if r.resource_type == TOPIC:
-            code = (
-                None
-                if a.allowed(Operation.DESCRIBE_CONFIGS, TOPIC, r.resource_name)
-                else TOPIC_AUTHORIZATION_FAILED
-            )
+        if r.resource_type == _CONFIG_TOPIC:
+            ok = a.allowed(Operation.DESCRIBE_CONFIGS, TOPIC, r.resource_name)
+            code, message = TOPIC_AUTHORIZATION_FAILED, "Topic authorization failed."
+        elif r.resource_type == _CONFIG_GROUP:
+            ok = a.allowed(Operation.DESCRIBE_CONFIGS, GROUP, r.resource_name)
+            code, message = GROUP_AUTHORIZATION_FAILED, "Group authorization failed."
         else:
-            code = None if a.cluster(Operation.DESCRIBE_CONFIGS) else CLUSTER_AUTHORIZATION_FAILED
-        if code is not None:
-            r = _replace(r, error_code=code, error_message="Authorization failed.", configs=())
-        results.append(r)
-    return _replace(response, results=tuple(results))
+            ok = a.cluster(Operation.DESCRIBE_CONFIGS)
+            code, message = CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed."
+        if ok:
+            allowed.append(r)
+        else:
+            refused.append(_replace(r, error_code=code, error_message=message, configs=()))
+    return _replace(response, results=(*allowed, *refused))
 
 
 def cluster_op(op: Operation) -> Rule:

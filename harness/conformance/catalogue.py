@@ -79,6 +79,17 @@ CONFIGS: dict[str, Config] = {
             "retention runs every 0.3 s",
         ),
         Config(
+            "tv2-static",
+            (
+                "transaction.version=2",
+                "log.segment.bytes=1048576",
+                "log.retention.ms=3600000",
+                "message.max.bytes=1048588",
+            ),
+            "static broker settings topics inherit: log.segment.bytes and log.retention.ms "
+            "changed, message.max.bytes at its default's value (DescribeConfigs' sources)",
+        ),
+        Config(
             "tv2-v6",
             ("transaction.version=2",),
             "KIP-939 off, InitProducerId v6 served (Kafka: unstable.api.versions.enable)",

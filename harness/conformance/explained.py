@@ -78,6 +78,23 @@ INIT_V6 = _open(
     "shows both equal then). Gating v6 behind that setting needs our own 2PC users "
     "(harness/clients, scenarios) to set it"
 )
+ELR_MIN_ISR = _open(
+    "Kafka from 4.1 enables eligible leader replicas (KIP-966) on a new cluster, and its "
+    "controller then writes a cluster-wide dynamic min.insync.replicas (the controller's "
+    "static value, 1): the topic's and the broker's min.insync.replicas come from "
+    'DYNAMIC_DEFAULT_BROKER_CONFIG (3), and the broker resource named "" (the cluster\'s '
+    "dynamic defaults) lists it. Our cluster has neither eligible leader replicas (no "
+    "eligible.leader.replicas.version feature) nor dynamic configs (no AlterConfigs): "
+    "following Kafka takes both, so ours answers as a Kafka cluster without them (source "
+    "DEFAULT_CONFIG, no cluster-wide defaults)"
+)
+OTHER_RESOURCES = _open(
+    "Kafka 4.4 describes GROUP (KIP-848's group configs), BROKER_LOGGER (log4j levels) and "
+    "CLIENT_METRICS (KIP-714 subscriptions) configs; our cluster has none of these configs "
+    "and answers INVALID_REQUEST for these resource types (topic and broker configs are "
+    "served). Serving them takes the group configs in the group coordinator, a logger "
+    "view of the node's logging, and KIP-714's subscriptions"
+)
 KEEP_PREPARED = Explanation(
     "kafka-lacks",
     "Kafka 4.4.0 does not implement KIP-939's KeepPreparedTxn yet: InitProducerId v6 with "
@@ -98,6 +115,8 @@ EXPLAINED: dict[str, Explanation] = {
     "apiversions.TxnOffsetCommit": NOT_SERVED,
     "apiversions.InitProducerId[tv2]": INIT_V6,
     "apiversions.InitProducerId[tv0]": INIT_V6,
+    "describeconfigs.min-insync-replicas": ELR_MIN_ISR,
+    "describeconfigs.other-resource-types": OTHER_RESOURCES,
     **dict.fromkeys(
         (
             "kip939.keep-prepared-nothing-open",

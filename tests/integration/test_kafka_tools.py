@@ -2,7 +2,7 @@
 §2), and our tools and client against Kafka.
 
 Kafka's side is the release the kafka launcher runs by default (4.4.0) and its
-``kafka-tools`` jar set (TransactionsCommand, FeatureCommand, AclCommand,
+``kafka-tools`` jar set (TransactionsCommand, FeatureCommand, AclCommand, ConfigCommand,
 VerifiableProducer, TransactionalMessageCopier, ConsoleConsumer), both fetched from Maven
 Central into the cache once. Where a command's answer can be compared, it is run on both
 clusters and the normalised answers must be equal. A known difference still being fixed
@@ -254,6 +254,72 @@ def test_kafka_features_describe_downgrade_upgrade_on_ours_as_on_kafka(
     on_kafka = run(kafka.bootstrap)
     assert on_kafka[0].endswith("SupportedMaxVersion: 2 FinalizedVersionLevel: 2"), on_kafka
     assert run(ours.bootstrap) == on_kafka
+
+
+# ---- kafka-configs (ConfigCommand) ---------------------------------------------------------------
+
+
+def config_lines(text: str, names: set[str] | None = None) -> dict[str, str]:
+    """kafka-configs' ``  name=value sensitive=... synonyms={...}`` lines by name (those of
+    ``names`` only, when given)."""
+    out = {}
+    for line in text.splitlines():
+        if line.startswith("  ") and "=" in line:
+            name = line.strip().split("=", 1)[0]
+            if names is None or name in names:
+                out[name] = line.strip()
+    return out
+
+
+def test_kafka_configs_describe_on_ours_as_on_kafka(
+    ours: ClusterHandle, kafka: ClusterHandle
+) -> None:
+    """``kafka-configs --describe`` of a topic with an override, of broker 1 and of the
+    brokers' defaults prints the same lines on both clusters for the configs ours has
+    (docs/conformance.md, "DescribeConfigs"; min.insync.replicas apart: Kafka 4.4 keeps it
+    as a cluster-wide dynamic default, eligible leader replicas' doing)."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    from txnchaos.harness.conformance.probes.describe_configs import BROKER_CONFIGS
+
+    topic = unique("configs")
+
+    def run(bootstrap: str) -> dict[str, Any]:
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        new = NewTopic(topic, 1, 1, config={"retention.ms": "600000"})
+        admin.create_topics([new])[topic].result(WAIT_S)
+        described = tool(
+            "kafka-configs", bootstrap, "--describe", "--entity-type", "topics",
+            "--entity-name", topic, "--all",
+        )  # fmt: skip
+        broker = tool(
+            "kafka-configs", bootstrap, "--describe", "--entity-type", "brokers",
+            "--entity-name", "1", "--all",
+        )  # fmt: skip
+        dynamic = tool(
+            "kafka-configs", bootstrap, "--describe", "--entity-type", "brokers",
+            "--entity-name", "1",
+        )  # fmt: skip
+        return {
+            "topic": described.splitlines()[0],
+            "topic configs": config_lines(described),
+            "broker": broker.splitlines()[0],
+            "broker configs": config_lines(broker, set(BROKER_CONFIGS)),
+            "dynamic": dynamic.strip(),
+        }
+
+    on_ours, on_kafka = run(ours.bootstrap), run(kafka.bootstrap)
+    mine = set(on_ours["topic configs"]) - {"min.insync.replicas"}
+    assert len(mine) == 12 - 1, on_ours
+    assert on_ours["topic configs"]["retention.ms"] == (
+        "retention.ms=600000 sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:retention.ms=600000}"
+    )
+    on_kafka["topic configs"] = {k: v for k, v in on_kafka["topic configs"].items() if k in mine}
+    del on_ours["topic configs"]["min.insync.replicas"]
+    assert on_ours == on_kafka
+    assert on_ours["broker configs"]["sasl.jaas.config"] == (
+        "sasl.jaas.config=null sensitive=true synonyms={}"
+    )
 
 
 # ---- kafka-acls (AclCommand) on our SASL cluster with ACLs -------------------------------------

@@ -21,6 +21,7 @@ TOOLS = {
     "kafka-transactions": "org.apache.kafka.tools.TransactionsCommand",
     "kafka-features": "org.apache.kafka.tools.FeatureCommand",
     "kafka-acls": "org.apache.kafka.tools.AclCommand",
+    "kafka-configs": "org.apache.kafka.tools.ConfigCommand",
     "kafka-verifiable-producer": "org.apache.kafka.tools.VerifiableProducer",
     "kafka-verifiable-consumer": "org.apache.kafka.tools.VerifiableConsumer",
     "kafka-console-consumer": "org.apache.kafka.tools.consumer.ConsoleConsumer",

@@ -392,6 +392,63 @@ def test_init_producer_id_with_2pc_needs_two_phase_commit() -> None:
     assert int(answer.error_code) == 53 and seen == []
 
 
+def _describe_configs(resources: list[tuple[int, str]], acls: list[AclBinding]) -> Any:
+    """The DescribeConfigs rule's answer, the handler answering every resource with no
+    error (unknown types INVALID_REQUEST, as the node's handler)."""
+
+    async def handler(ctx: RequestContext, req: Any) -> Any:
+        bad = any(r.resource_type not in (2, 4, 8, 16, 32) for r in req.resources)
+        return ctx.respond(
+            throttle_time=0,
+            results=[
+                {
+                    "error_code": 42 if bad else 0,
+                    "error_message": "malformed" if bad else "",
+                    "resource_type": r.resource_type,
+                    "resource_name": r.resource_name,
+                    "configs": [],
+                }
+                for r in req.resources
+            ],
+        )
+
+    request = make(
+        request_class(32, 4),
+        resources=[
+            {"resource_type": t, "resource_name": n, "configuration_keys": None}
+            for t, n in resources
+        ],
+    )
+    access = Access(Authorizer(acls=acls), ALICE, "127.0.0.1", lambda _: None)
+    answer = asyncio.run(RULES[32](access, _ctx(32, 4), request, handler))
+    encode_response(1, answer)
+    return [(int(r.resource_type), r.resource_name, int(r.error_code), r.error_message)
+            for r in answer.results]  # fmt: skip
+
+
+def test_describe_configs_authorizes_as_kafka_and_answers_the_refused_last() -> None:
+    """Kafka's ConfigHelper: a topic by its name, a group (config resource 32) by its name,
+    a broker on the cluster; the refused resources come after the allowed ones, with
+    Kafka's messages."""
+    acls = [
+        acl("ok", Operation.DESCRIBE_CONFIGS),
+        acl("g", Operation.DESCRIBE_CONFIGS, rtype=GROUP),
+    ]
+    got = _describe_configs([(2, "no"), (4, "1"), (2, "ok"), (32, "g"), (32, "h")], acls)
+    assert got == [
+        (2, "ok", 0, ""),
+        (32, "g", 0, ""),
+        (2, "no", 29, "Topic authorization failed."),
+        (4, "1", 31, "Cluster authorization failed."),
+        (32, "h", 30, "Group authorization failed."),
+    ]
+
+
+def test_describe_configs_of_an_unknown_resource_type_is_refused_before_authorizing() -> None:
+    got = _describe_configs([(2, "no"), (3, "x")], [])
+    assert got == [(2, "no", 42, "malformed"), (3, "x", 42, "malformed")]
+
+
 # Every rule, for a principal without any ACL: (api key, version, request, what the
 # handler would answer, the error the client must see, whether the handler may run).
 TP = [{"name": "t", "partitions": [{"partition_index": 0}]}]
