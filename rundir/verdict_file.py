@@ -120,13 +120,15 @@ def _client_hang_line(f: dict[str, Any]) -> str:
     at = f" at +{f['at_s']:.1f} s" if isinstance(f.get("at_s"), int | float) else ""
     txn = f" txn {f['txn']}" if f.get("txn") is not None else ""
     issue = f" ({f['issue']})" if f.get("issue") else ""
+    timeout = f.get("timeout_s")
+    timeout_text = f"{timeout:g}" if isinstance(timeout, int | float) else str(timeout)
     waited = f.get("waited_s")
     after = f" after {waited:.1f} s" if isinstance(waited, int | float) else ""
     active = ", ".join(_fault_words(x) for x in f.get("faults_active") or []) or "none"
     before = ", ".join(_fault_words(x) for x in f.get("faults_before") or []) or "none"
     return (
         f"client hang: {f['process']} ({f.get('user_kind')}, {lib}){at}: "
-        f"{f.get('call')}(timeout={f.get('timeout_s')} s) never returned{issue}; "
+        f"{f.get('call')}(timeout={timeout_text} s) never returned{issue}; "
         f"given up{after}: {f.get('type')}{txn} recorded info, the producer abandoned and "
         f"replaced; faults active: {active}; healed in the {BEFORE_S:g} s before: {before}"
     )

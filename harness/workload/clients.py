@@ -326,6 +326,7 @@ class ProducerClient(RecordingProducer):
         producer_factory: Callable[[dict[str, Any]], Any] = Producer,
         group_id: str | None = None,
         stopping: Callable[[], bool] | None = None,
+        hang_grace_s: float = HANG_GRACE_S,
     ) -> None:
         super().__init__(
             writer,
@@ -348,6 +349,7 @@ class ProducerClient(RecordingProducer):
         self._unacked_lock = threading.Lock()
         #: A call on the handle hung (:meth:`abandon`): nothing is called on it again.
         self.abandoned = False
+        self.hang_grace_s = hang_grace_s
 
     # -- identity ---------------------------------------------------------------------------
 
@@ -399,11 +401,12 @@ class ProducerClient(RecordingProducer):
             self.events.drain()
 
     def _run_watched(self, call: str, timeout_s: float, fn: Callable[..., T], *args: Any) -> T:
-        """A blocking transactional call taking ``timeout_s``, given up on
-        :data:`HANG_GRACE_S` after that (:class:`~.recording.CallHung`; the producer is then
+        """A blocking transactional call taking ``timeout_s``, given up on ``hang_grace_s``
+        (:data:`HANG_GRACE_S`) after that (:class:`~.recording.CallHung`; the producer is then
         abandoned)."""
         try:
-            return run_client_call(self.executor, fn, *args, limit_s=timeout_s + HANG_GRACE_S)
+            limit_s = timeout_s + self.hang_grace_s
+            return run_client_call(self.executor, fn, *args, limit_s=limit_s)
         except CallStillRunning as e:
             self.abandon()
             issue = HANG_ISSUE if call == "send_offsets_to_transaction" else f"as {HANG_ISSUE}"
@@ -538,6 +541,8 @@ class ProducerClient(RecordingProducer):
             if abort_open and self.open_txn is not None and self.initialized:
                 with contextlib.suppress(ClientError):
                     self.abort(self.open_txn, timeout_s, 0)
+                if self.abandoned:  # the abort hung: nothing more is called on the handle
+                    return
             self._run(self.producer.flush, timeout_s)
             if self.open_txn is None:
                 self._run(self.producer.close)

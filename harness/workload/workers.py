@@ -29,7 +29,7 @@ from ...rundir.client_hangs import write_hang
 from ...rundir.run_dir import HISTORY_DIR
 from ...rundir.schema import EventType
 from ...rundir.writer import HistoryWriter, Op
-from .clients import HANG_ISSUE, DirectExecutor, Executor, ProducerClient, Reporter
+from .clients import HANG_GRACE_S, HANG_ISSUE, DirectExecutor, Executor, ProducerClient, Reporter
 from .recording import CallHung, RecordingProducer
 
 if TYPE_CHECKING:
@@ -119,6 +119,9 @@ class WorkerContext:
     #: an abort (the outcome is recorded unknown), so a cluster that never completes a
     #: transaction cannot hold the stop for minutes of retries.
     stopping: Callable[[], bool] = _never
+    #: How long past its own timeout a librdkafka transactional call is waited for before it is
+    #: taken for hung (:data:`~.clients.HANG_GRACE_S`; tests shorten it).
+    hang_grace_s: float = HANG_GRACE_S
     #: Client constructors (tests substitute fakes).
     producer_factory: Callable[[dict[str, Any]], Any] = Producer
     consumer_factory: Callable[[dict[str, Any]], Any] = Consumer
@@ -182,6 +185,7 @@ class Worker(ABC):
             producer_factory=self.ctx.producer_factory,
             group_id=group_id,
             stopping=self.ctx.stopping,
+            hang_grace_s=self.ctx.hang_grace_s,
         )
         client.on_hang = self.record_hang
         return client
@@ -208,7 +212,7 @@ class Worker(ABC):
                 "transactional_id": op.fields.get("transactional_id"),
                 "library": "librdkafka",
                 "library_version": confluent_kafka.libversion()[0],
-                "binding_version": str(confluent_kafka.version()[0]),
+                "binding_version": str(confluent_kafka.__version__),
                 "issue": HANG_ISSUE if hang.call == "send_offsets_to_transaction" else None,
                 "message": str(hang),
             },
