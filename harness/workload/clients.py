@@ -191,7 +191,7 @@ class GeventExecutor:
                 left = started.at + limit_s - time.monotonic()
             if left > 0:
                 try:
-                    return pending.get(timeout=left)  # type: ignore[no-any-return]
+                    return pending.get(timeout=left)
                 except self._gevent.Timeout:
                     continue
             if started.at is None:
