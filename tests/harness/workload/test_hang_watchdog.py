@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from confluent_kafka import Producer
 
 from txnchaos.analysis.findings import finding_line, read_findings
 from txnchaos.harness.workload.clients import (
+    HANG_GRACE_S,
     CallStillRunning,
     DirectExecutor,
     Executor,
@@ -31,6 +33,7 @@ from txnchaos.harness.workload.clients import (
     abandoned_producers,
 )
 from txnchaos.harness.workload.config import load_workload
+from txnchaos.harness.workload.crash import CrashableClient
 from txnchaos.harness.workload.kinds.eos_copier import EOSCopierWorker
 from txnchaos.harness.workload.recording import CallHung, ProducerReset
 from txnchaos.harness.workload.workers import WorkerContext
@@ -65,6 +68,14 @@ def _steps_until(w: EOSCopierWorker, done: Callable[[], bool]) -> None:
             return
         w.step()
     assert done()
+
+
+def eventually(cond: Callable[[], bool], limit_s: float = 120.0) -> None:
+    """Wait for a subprocess's progress (a generous limit: only a hang reaches it)."""
+    deadline = time.monotonic() + limit_s
+    while not cond():
+        assert time.monotonic() < deadline, "no progress"
+        time.sleep(0.1)
 
 
 def _ops(run_dir: Path, type_: str, outcome: str) -> list[dict[str, Any]]:
@@ -272,3 +283,57 @@ def test_a_hung_call_is_info_never_retried_and_its_producer_never_touched_again(
     assert done["outcome"] == "info"
     assert done["error"].startswith(f"client hang: {call}(timeout=0.2 s) did not return after ")
     assert "librdkafka#5456" in done["error"]
+
+
+def test_a_crashable_copier_in_a_process_of_its_own_outlives_a_hang_and_exits(
+    tmp_path: Path,
+) -> None:
+    """The same hang in a user's own process (the crashable subprocess; an isolated user's
+    is the same worker loop, also without gevent): the hung call is given up on after the
+    real grace (HANG_GRACE_S), the process copies on once the coordinator is back, and a
+    SIGTERM still stops it cleanly, the abandoned handle and its blocked thread
+    notwithstanding."""
+    mock = MockCluster(3)
+    mock.topic("in", 1, LEADER)
+    mock.topic("out", 1, LEADER)
+    mock.coordinator("transaction", "copier-tx", TXN_COORDINATOR)
+    mock.coordinator("group", "copiers", GROUP_COORDINATOR)
+    config = {
+        "topics": [{"name": "in", "partitions": 1}, {"name": "out", "partitions": 1}],
+        "users": [
+            {
+                "kind": "eos_copier",
+                "input_topics": ["in"],
+                "output_topic": "out",
+                "group_id": "copiers",
+                "transactional_id": "copier-tx",
+                "max_records_per_txn": 5,
+                "abort_probability": 0,
+                "op_timeout_s": OP_TIMEOUT_S,
+            }
+        ],
+    }
+    run_dir = tmp_path / "run"
+    _produce(mock.bootstrap, "in", range(5))
+    client = CrashableClient(
+        config, 0, run_dir, mock.bootstrap, process="copier-0", log_path=tmp_path / "c.log"
+    )
+    client.start()
+    try:
+        eventually(lambda: bool(_ops(run_dir, "commit", "ok")))
+        mock.down(GROUP_COORDINATOR)
+        _produce(mock.bootstrap, "in", range(5, 10))
+        eventually(lambda: bool(read_hangs(run_dir)[0]))
+        (record,) = read_hangs(run_dir)[0]
+        assert record["call"] == "send_offsets_to_transaction"
+        assert record["waited_s"] >= OP_TIMEOUT_S + HANG_GRACE_S
+        (hung,) = _ops(run_dir, "send_offsets", "info")
+        assert hung["op_id"] == record["op_id"] and "librdkafka#5456" in hung["error"]
+        mock.up(GROUP_COORDINATOR)
+        after = hung["complete_ns"]
+        eventually(lambda: any(r["invoke_ns"] > after for r in _ops(run_dir, "commit", "ok")))
+    finally:
+        mock.up(GROUP_COORDINATOR)
+        code = client.stop()
+    assert code == 0
+    assert client.wait_line("STOPPED", 30.0) == "STOPPED"
