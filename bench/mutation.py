@@ -407,7 +407,8 @@ def main(argv: list[str] | None = None) -> int:
         lines.append(
             f"Unmutated runs: {summary['baseline_runs']}, false positives "
             f"{summary['false_positives']}, harness errors {summary['baseline_harness_errors']}, "
-            f"client crashes (findings, judged valid) {summary['baseline_client_crashes']}"
+            f"client crashes or hangs (findings, judged valid) "
+            f"{summary['baseline_client_crashes']}"
         )
     lines.append(f"Longest run: {summary['max_wall_s']} s")
     text = "\n".join(lines)
