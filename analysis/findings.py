@@ -1,16 +1,20 @@
 """The verdict's ``findings``, shared by both engines: what the run found besides the checkers'
 anomalies, each with the faults active at that moment and in the half minute before (from the
-nemesis log) and the command that repeats the run.  Two kinds:
+nemesis log) and the command that repeats the run.  Three kinds:
 
 * ``client_crash``: a workload client process that died from a signal or a library assertion
   (``client-crashes/*.json``, written by the workload as it happened).  A bug in a client
   library, not in the cluster.
+* ``client_hang``: a blocking call of a workload client's library that never returned, long
+  past its own timeout (``client-hangs/*.json``: the harness stopped waiting, recorded the op
+  ``info`` and went on with a new client; librdkafka#5456).  A bug in a client library, not
+  in the cluster.
 * ``node_error``: an exception that escaped the code of one of the cluster's nodes (our
   nodes' tracebacks; Apache Kafka's Java programming errors such as IllegalStateException;
   rundir/node_errors.py reads them from the nodes' logs), one per type and place in the
   code.  A bug in the cluster that clients may never see.
 
-Either leaves the checkers' verdict alone and makes the run's exit code 1 (verdict.py). In
+Each leaves the checkers' verdict alone and makes the run's exit code 1 (verdict.py). In
 words: rundir/verdict_file.py (``finding_line``), which the nightly rows read too."""
 
 from __future__ import annotations
@@ -20,11 +24,13 @@ from pathlib import Path
 from typing import Any
 
 from ..rundir.client_crashes import read_crashes
+from ..rundir.client_hangs import read_hangs
 from ..rundir.node_errors import MAX_DISTINCT, NodeError, read_node_errors
 from ..rundir.outcome_log import read_outcomes
 from ..rundir.verdict_file import (
     BEFORE_S,
     CLIENT_CRASH,
+    CLIENT_HANG,
     NODE_ERROR,
     finding_line,
     judged_cluster,
@@ -33,8 +39,10 @@ from ..rundir.verdict_file import (
 __all__ = [
     "BEFORE_S",
     "CLIENT_CRASH",
+    "CLIENT_HANG",
     "NODE_ERROR",
     "client_crash_finding",
+    "client_hang_finding",
     "finding_line",
     "node_error_finding",
     "read_findings",
@@ -132,6 +140,40 @@ def client_crash_finding(
     }
 
 
+def client_hang_finding(
+    record: dict[str, Any],
+    spans: list[dict[str, Any]],
+    origin_ns: int | None,
+    repeat: str | None,
+) -> dict[str, Any]:
+    """One hang record as a finding, with the faults around the call (from its invocation:
+    what made it hang was there when it started)."""
+    t = (record.get("invoke_ns") or record.get("time_ns") or 0) / 1e9
+    origin_s = origin_ns / 1e9 if origin_ns else None
+    return {
+        "kind": CLIENT_HANG,
+        "process": record["process"],
+        "user_kind": record.get("kind"),
+        "time_ns": record.get("time_ns"),
+        "invoke_ns": record.get("invoke_ns"),
+        "at_s": round(t - origin_s, 3) if origin_s is not None and t else None,
+        "call": record.get("call"),
+        "timeout_s": record.get("timeout_s"),
+        "waited_s": record.get("waited_s"),
+        "type": record.get("type"),
+        "op_id": record.get("op_id"),
+        "txn": record.get("txn"),
+        "transactional_id": record.get("transactional_id"),
+        "library": record.get("library"),
+        "library_version": record.get("library_version"),
+        "binding_version": record.get("binding_version"),
+        "issue": record.get("issue"),
+        "message": record.get("message"),
+        **_around(spans, t, origin_s),
+        "repeat": repeat,
+    }
+
+
 def node_error_finding(
     error: NodeError,
     spans: list[dict[str, Any]],
@@ -154,11 +196,13 @@ def node_error_finding(
 def read_findings(
     run_dir: str | os.PathLike[str], schedule: list[dict[str, Any]], info: dict[str, Any]
 ) -> tuple[list[dict[str, Any]], str | None]:
-    """The run's findings (client crashes first), and a note naming what could not be read."""
+    """The run's findings (client crashes first, then client hangs), and a note naming what
+    could not be read."""
     crashes, note = read_crashes(run_dir)
+    hangs, hangs_note = read_hangs(run_dir)
     errors, logs_note = read_node_errors(run_dir, judged_cluster(info)["flavour"])
-    note = "; ".join(filter(None, (note, logs_note))) or None
-    if not crashes and not errors:
+    note = "; ".join(filter(None, (note, hangs_note, logs_note))) or None
+    if not crashes and not hangs and not errors:
         return [], note
     lines, _ = read_outcomes(run_dir)
     spans = _spans(schedule, lines)
@@ -166,6 +210,7 @@ def read_findings(
     scenario = Path(run_dir) / SCENARIO_FILE
     repeat = f"txnchaos run {scenario}" if scenario.is_file() else None
     findings = [client_crash_finding(r, spans, origin, repeat) for r in crashes]
+    findings += [client_hang_finding(r, spans, origin, repeat) for r in hangs]
     findings += [node_error_finding(e, spans, origin, repeat) for e in errors[:MAX_DISTINCT]]
     if len(errors) > MAX_DISTINCT:
         more = f"{len(errors) - MAX_DISTINCT} more kinds of node error not listed"

@@ -79,8 +79,8 @@ class Verdict:
     #: the Spark application that judged (master, application id and name, version, how its
     #: session started); None when the reference engine judged
     spark: dict[str, Any] | None = None
-    #: what the run found besides anomalies (findings.py): client crashes; each one makes the
-    #: exit code 1 without touching the cluster's status
+    #: what the run found besides anomalies (findings.py): client crashes and hangs, node
+    #: errors; each one makes the exit code 1 without touching the cluster's status
     findings: list[dict[str, Any]] = field(default_factory=list)
 
     @property

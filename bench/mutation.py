@@ -151,14 +151,20 @@ def judged(run_dir: Path) -> tuple[list[str], list[str]]:
     return checkers, kinds
 
 
+#: the findings that are a client library's failure, not the cluster's (analysis/findings.py):
+#: a crash (librdkafka's assertion under the network mix) or a call that never returned
+#: (librdkafka#5456 under the process mix); the bench counts both as a client crash
+CLIENT_FAILURES = frozenset({"client_crash", "client_hang"})
+
+
 def client_crashed(run_dir: Path) -> bool:
-    """Whether the verdict records a workload client's crash (a finding, such as librdkafka's
-    assertion under the network mix: the run exits 1 with every checker valid)."""
+    """Whether the verdict records a workload client's crash or hang (a finding: the run
+    exits 1 with every checker valid)."""
     try:
         verdict = json.loads((run_dir / "verdict.json").read_text())
     except (OSError, ValueError):
         return False
-    return any(f.get("kind") == "client_crash" for f in verdict.get("findings") or [])
+    return any(f.get("kind") in CLIENT_FAILURES for f in verdict.get("findings") or [])
 
 
 def run_cell(mutant: str, tree: Path, scenario: Path, seed: int, out: Path, engine: str) -> Cell:
@@ -401,7 +407,8 @@ def main(argv: list[str] | None = None) -> int:
         lines.append(
             f"Unmutated runs: {summary['baseline_runs']}, false positives "
             f"{summary['false_positives']}, harness errors {summary['baseline_harness_errors']}, "
-            f"client crashes (findings, judged valid) {summary['baseline_client_crashes']}"
+            f"client crashes or hangs (findings, judged valid) "
+            f"{summary['baseline_client_crashes']}"
         )
     lines.append(f"Longest run: {summary['max_wall_s']} s")
     text = "\n".join(lines)

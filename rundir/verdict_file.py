@@ -80,8 +80,10 @@ def no_chaos(section: dict[str, Any] | None) -> str | None:
 
 
 #: the kinds of finding (the verdict's ``findings``: analysis/findings.py): a client library
-#: crashed; an exception escaped a txnchaos node's code (rundir/node_errors.py)
+#: crashed; a client library's call never returned (rundir/client_hangs.py); an exception
+#: escaped a txnchaos node's code (rundir/node_errors.py)
 CLIENT_CRASH = "client_crash"
+CLIENT_HANG = "client_hang"
 NODE_ERROR = "node_error"
 #: how far before a crash a healed fault is still listed (``faults_before``): a lost response
 #: surfaces when its request times out, up to a transaction timeout later
@@ -93,6 +95,8 @@ def finding_line(f: dict[str, Any]) -> str:
     JUnit)."""
     if f.get("kind") == NODE_ERROR:
         return _node_error_line(f)
+    if f.get("kind") == CLIENT_HANG:
+        return _client_hang_line(f)
     if f.get("kind") != CLIENT_CRASH:
         return f"{f.get('kind')}: {f}"
     lib = " ".join(str(x) for x in (f.get("library"), f.get("library_version")) if x)
@@ -108,6 +112,25 @@ def finding_line(f: dict[str, Any]) -> str:
         f"{f.get('signal') or 'exit ' + str(f.get('exit_code'))}: {f.get('message')}; "
         f"in flight: {flight or 'nothing'}; faults active: {active}; "
         f"healed in the {BEFORE_S:g} s before: {before}"
+    )
+
+
+def _client_hang_line(f: dict[str, Any]) -> str:
+    lib = " ".join(str(x) for x in (f.get("library"), f.get("library_version")) if x)
+    at = f" at +{f['at_s']:.1f} s" if isinstance(f.get("at_s"), int | float) else ""
+    txn = f" txn {f['txn']}" if f.get("txn") is not None else ""
+    issue = f" ({f['issue']})" if f.get("issue") else ""
+    timeout = f.get("timeout_s")
+    timeout_text = f"{timeout:g}" if isinstance(timeout, int | float) else str(timeout)
+    waited = f.get("waited_s")
+    after = f" after {waited:.1f} s" if isinstance(waited, int | float) else ""
+    active = ", ".join(_fault_words(x) for x in f.get("faults_active") or []) or "none"
+    before = ", ".join(_fault_words(x) for x in f.get("faults_before") or []) or "none"
+    return (
+        f"client hang: {f['process']} ({f.get('user_kind')}, {lib}){at}: "
+        f"{f.get('call')}(timeout={timeout_text} s) never returned{issue}; "
+        f"given up{after}: {f.get('type')}{txn} recorded info, the producer abandoned and "
+        f"replaced; faults active: {active}; healed in the {BEFORE_S:g} s before: {before}"
     )
 
 

@@ -27,6 +27,7 @@ from .plan import (
 )
 from .results import (
     CLIENT_CRASH,
+    CLIENT_HANG,
     HARNESS_FAILED,
     INVALID,
     NODE_ERROR,
@@ -245,6 +246,7 @@ class Night:
                 "nemesis_failed": sum(1 for r in rows if r.nemesis_errors),
                 "node_error": sum(1 for r in rows if r.findings_of(NODE_ERROR)),
                 "client_crash": sum(1 for r in rows if r.findings_of(CLIENT_CRASH)),
+                "client_hang": sum(1 for r in rows if r.findings_of(CLIENT_HANG)),
                 "no_chaos": sum(1 for r in rows if r.no_chaos),
             },
             "runs": [r.to_json() for r in rows],

@@ -9,10 +9,10 @@
   that repeats the run.
 * A run that did not pass has one ``failure`` (an ``error`` when the harness failed) whose type
   is its most serious problem: ``unexpected_verdict``, ``node_error``, ``client_crash``,
-  ``no_chaos``, ``nemesis`` (results.PROBLEMS); its message says what was found and how to
-  repeat it, and its text every detail.  A CI user only reads what is not green: a valid verdict
-  under chaos that did not happen, beside a node that raised, or beside a client that crashed,
-  is not green.
+  ``client_hang``, ``no_chaos``, ``nemesis`` (results.PROBLEMS); its message says what was
+  found and how to repeat it, and its text every detail.  A CI user only reads what is not
+  green: a valid verdict under chaos that did not happen, beside a node that raised, or beside
+  a client that crashed or hung, is not green.
 """
 
 from __future__ import annotations
@@ -24,7 +24,16 @@ from pathlib import Path
 from typing import Any
 
 from ...rundir.cluster_identity import describe_cluster
-from .results import CLIENT_CRASH, HARNESS, NEMESIS, NO_CHAOS, NODE_ERROR, UNEXPECTED, RunRow
+from .results import (
+    CLIENT_CRASH,
+    CLIENT_HANG,
+    HARNESS,
+    NEMESIS,
+    NO_CHAOS,
+    NODE_ERROR,
+    UNEXPECTED,
+    RunRow,
+)
 
 SUITE = "txnchaos-nightly"
 CLASSNAME = "txnchaos.nightly"
@@ -77,7 +86,7 @@ def _what(r: RunRow, problem: str) -> str:
         anomalies = ", ".join(f"{k}={v}" for k, v in sorted(r.anomalies.items()))
         found = f"verdict {r.verdict}, expected {r.expected}"
         return f"{found}: {anomalies}" if anomalies else found
-    if problem in (CLIENT_CRASH, NODE_ERROR):
+    if problem in (CLIENT_CRASH, CLIENT_HANG, NODE_ERROR):
         return "; ".join(r.findings_of(problem))
     if problem == NO_CHAOS:
         return f"no chaos: {r.no_chaos}; the {r.verdict} verdict tested no fault"

@@ -27,11 +27,16 @@ HARNESS = "harness"  # the harness failed: no verdict
 UNEXPECTED = "unexpected_verdict"  # valid where invalid was expected, or the other way round
 NODE_ERROR = "node_error"  # an exception escaped a cluster node's code (the verdict's findings)
 CLIENT_CRASH = "client_crash"  # a client library crashed (the verdict's findings)
+CLIENT_HANG = "client_hang"  # a client library's call never returned (the verdict's findings)
 NO_CHAOS = "no_chaos"  # faults were scheduled and none was applied
 NEMESIS = "nemesis"  # the nemesis had errors: not every fault was carried out
-PROBLEMS = (HARNESS, UNEXPECTED, NODE_ERROR, CLIENT_CRASH, NO_CHAOS, NEMESIS)
+PROBLEMS = (HARNESS, UNEXPECTED, NODE_ERROR, CLIENT_CRASH, CLIENT_HANG, NO_CHAOS, NEMESIS)
 #: how finding_line begins each kind's line (rundir/verdict_file.py)
-_FINDING_PREFIX = {NODE_ERROR: "node error:", CLIENT_CRASH: "client crash:"}
+_FINDING_PREFIX = {
+    NODE_ERROR: "node error:",
+    CLIENT_CRASH: "client crash:",
+    CLIENT_HANG: "client hang:",
+}
 
 
 @dataclass
@@ -85,7 +90,7 @@ class RunRow:
             out.append(HARNESS)
         elif self.verdict != self.expected:
             out.append(UNEXPECTED)
-        out += [kind for kind in (NODE_ERROR, CLIENT_CRASH) if self.findings_of(kind)]
+        out += [kind for kind in (NODE_ERROR, CLIENT_CRASH, CLIENT_HANG) if self.findings_of(kind)]
         if self.no_chaos:
             out.append(NO_CHAOS)
         if self.nemesis_errors:
@@ -93,7 +98,7 @@ class RunRow:
         return out
 
     def findings_of(self, kind: str) -> list[str]:
-        """The finding lines of one kind (NODE_ERROR, CLIENT_CRASH)."""
+        """The finding lines of one kind (NODE_ERROR, CLIENT_CRASH, CLIENT_HANG)."""
         return [f for f in self.findings if f.startswith(_FINDING_PREFIX[kind])]
 
     @property
@@ -123,6 +128,7 @@ class RunRow:
         for kind, one, many in (
             (NODE_ERROR, "node error", "node errors"),
             (CLIENT_CRASH, "client crash", "client crashes"),
+            (CLIENT_HANG, "client hang", "client hangs"),
         ):
             n = len(self.findings_of(kind))
             if n:

@@ -22,6 +22,7 @@ OUTCOMES = {
     "unexpected_verdict": ("unexpected verdict", "#d62728"),
     "node_error": ("node error", "#17becf"),
     "client_crash": ("client crash", "#9467bd"),
+    "client_hang": ("client hang", "#bcbd22"),
     "no_chaos": ("no chaos", "#ff7f0e"),
     "nemesis": ("nemesis errors", "#e377c2"),
     "harness": ("harness failed", "#8c564b"),

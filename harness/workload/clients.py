@@ -11,6 +11,14 @@ Three concerns are kept apart:
   ``invoke`` line before the call and a ``complete`` line after it, with the outcome classified
   from the :class:`KafkaError` (:func:`classify`).  Delivery reports arrive on the thread that
   serves the client (inside flush/poll); the writer is thread-safe, so they are recorded there.
+* **When the harness stops waiting** (:meth:`Executor.run_bounded`): librdkafka's blocking
+  transactional calls (init_transactions, send_offsets_to_transaction, commit_transaction,
+  abort_transaction) take a timeout, but one of them may never return (librdkafka#5456:
+  send_offsets_to_transaction blocks for as long as the group coordinator cannot be reached,
+  its timeout never checked).  A call still running :data:`HANG_GRACE_S` after its own
+  timeout is given up on (:class:`~.recording.CallHung`): the thread it runs on is left
+  blocked, the producer is abandoned (kept referenced, never flushed or closed: both would
+  block on the same handle) and the user goes on with a new instance.
 * **What is reported to locust** (:data:`Reporter`): request events must be fired from the
   greenlet, never from a pool thread, so results are queued (:class:`EventQueue`) and the
   greenlet drains the queue after every blocking call.
@@ -47,12 +55,14 @@ from confluent_kafka import (
     Message,
     Producer,
     TopicPartition,
+    libversion,
 )
 
 from ...rundir.schema import EventType, Isolation, Outcome
 from ...rundir.writer import HistoryWriter, Op
 from .recording import (
     PAD_HEADER,
+    CallHung,
     ClientError,
     ErrorClass,
     EventQueue,
@@ -67,18 +77,80 @@ from .recording import (
 
 T = TypeVar("T")
 
+#: How long after its own timeout a blocking transactional call of librdkafka is still waited
+#: for before the watchdog gives up on it (seconds).  librdkafka returns from these calls at
+#: their timeout, give or take a request it already sent (its retry backoff and the socket's
+#: round trip: well under a second on a local cluster); 15 s more is far beyond that, so a
+#: call still running then is taken for hung (librdkafka#5456: send_offsets_to_transaction
+#: never times out while the group coordinator cannot be reached), and short enough that a
+#: 30 s call given up at 45 s leaves a user time to go on within locust's stop timeout.
+HANG_GRACE_S = 15.0
+#: The librdkafka bug a hang is most likely (named in the op's error and the finding).
+HANG_ISSUE = "librdkafka#5456"
+
 # -- executors ------------------------------------------------------------------------------
+
+
+class CallStillRunning(Exception):
+    """:meth:`Executor.run_bounded`: the call has run ``waited_s`` seconds, past its limit,
+    and is left running on its thread."""
+
+    def __init__(self, waited_s: float) -> None:
+        super().__init__(f"still running after {waited_s:.1f} s")
+        self.waited_s = waited_s
 
 
 class Executor(Protocol):
     def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T: ...
 
+    def run_bounded(self, limit_s: float, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(*args)``, waited for at most ``limit_s`` seconds from when it starts running;
+        raises :class:`CallStillRunning` (the call left running on its thread) after that."""
+        ...
+
+
+class _Started:
+    """When a call handed to another thread started running (monotonic seconds), so its
+    limit counts from then and not from a wait for a free thread."""
+
+    def __init__(self) -> None:
+        self.at: float | None = None
+
+    def wrap(self, fn: Callable[..., T]) -> Callable[..., T]:
+        def call(*args: Any) -> T:
+            self.at = time.monotonic()
+            return fn(*args)
+
+        return call
+
 
 class DirectExecutor:
-    """Runs the call on the current thread (no gevent)."""
+    """Runs the call on the current thread (no gevent); a bounded call runs on a thread of its
+    own (a daemon: a call given up on never holds the process's exit)."""
 
     def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         return fn(*args, **kwargs)
+
+    def run_bounded(self, limit_s: float, fn: Callable[..., T], *args: Any) -> T:
+        result: list[T] = []
+        error: list[BaseException] = []
+        started = _Started()
+        call = started.wrap(fn)
+
+        def body() -> None:
+            try:
+                result.append(call(*args))
+            except BaseException as e:  # handed to the caller below
+                error.append(e)
+
+        thread = threading.Thread(target=body, name=f"bounded {fn.__name__}", daemon=True)
+        thread.start()
+        thread.join(limit_s)
+        if thread.is_alive():
+            raise CallStillRunning(time.monotonic() - (started.at or time.monotonic()))
+        if error:
+            raise error[0]
+        return result[0]
 
 
 class GeventExecutor:
@@ -105,6 +177,28 @@ class GeventExecutor:
     def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         return self._gevent.get_hub().threadpool.apply(fn, args, kwargs)
 
+    def run_bounded(self, limit_s: float, fn: Callable[..., T], *args: Any) -> T:
+        """The call in a pool thread; the greenlet stops waiting ``limit_s`` after it started
+        (a call still queued for a thread is waited for).  A call given up on keeps its thread
+        for as long as it blocks, so the pool grows by one to keep the others' threads."""
+        pool = self._gevent.get_hub().threadpool
+        started = _Started()
+        pending = pool.spawn(started.wrap(fn), *args)
+        while True:
+            if started.at is None:
+                left = max(limit_s, 0.1)
+            else:
+                left = started.at + limit_s - time.monotonic()
+            if left > 0:
+                try:
+                    return pending.get(timeout=left)
+                except self._gevent.Timeout:
+                    continue
+            if started.at is None:
+                continue  # still waiting for a thread: its limit has not begun
+            pool.maxsize += 1
+            raise CallStillRunning(time.monotonic() - started.at)
+
 
 # -- errors ----------------------------------------------------------------------------------
 
@@ -115,15 +209,26 @@ def kafka_error(exc: BaseException) -> KafkaError | None:
     return None
 
 
-def run_client_call(executor: Executor, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+def run_client_call(
+    executor: Executor,
+    fn: Callable[..., T],
+    *args: Any,
+    limit_s: float | None = None,
+    **kwargs: Any,
+) -> T:
     """``executor.run(fn, ...)``, with librdkafka's error as the error: when a call fails
     (a fatal error, e.g. fenced) and librdkafka then serves a callback (statistics) before
     returning, the binding runs the callback with the KafkaException still set and the
     callback's first C call raises ``SystemError`` ("returned a result with an exception
     set") caused by it; the KafkaException is what the call raised. When the callback's
     error was cleared instead, the call raises SystemError without a cause ("returned NULL
-    without setting an exception"): a fatal KafkaException, as the producer is unusable."""
+    without setting an exception"): a fatal KafkaException, as the producer is unusable.
+
+    ``limit_s``: run it with :meth:`Executor.run_bounded` (no ``kwargs`` then), which raises
+    :class:`CallStillRunning` once the call has run that long."""
     try:
+        if limit_s is not None:
+            return executor.run_bounded(limit_s, fn, *args)
         return executor.run(fn, *args, **kwargs)
     except SystemError as exc:
         cause = exc.__cause__ or exc.__context__
@@ -182,6 +287,17 @@ def kafka_failure(err: KafkaError | None) -> Failure:
 
 # -- producer ---------------------------------------------------------------------------------
 
+#: Producer handles abandoned after a hung call (:meth:`ProducerClient.abandon`), kept for the
+#: process's lifetime: destroying one would free what the blocked thread still uses.
+_ABANDONED: list[Any] = []
+_ABANDONED_LOCK = threading.Lock()
+
+
+def abandoned_producers() -> int:
+    """How many producer handles this process abandoned after a hung call."""
+    with _ABANDONED_LOCK:
+        return len(_ABANDONED)
+
 
 @dataclass
 class _Stats:
@@ -210,6 +326,7 @@ class ProducerClient(RecordingProducer):
         producer_factory: Callable[[dict[str, Any]], Any] = Producer,
         group_id: str | None = None,
         stopping: Callable[[], bool] | None = None,
+        hang_grace_s: float = HANG_GRACE_S,
     ) -> None:
         super().__init__(
             writer,
@@ -230,6 +347,9 @@ class ProducerClient(RecordingProducer):
         self._ids_valid_after_ns = time.time_ns()
         self.producer: Any = self._factory(self._conf)
         self._unacked_lock = threading.Lock()
+        #: A call on the handle hung (:meth:`abandon`): nothing is called on it again.
+        self.abandoned = False
+        self.hang_grace_s = hang_grace_s
 
     # -- identity ---------------------------------------------------------------------------
 
@@ -280,20 +400,60 @@ class ProducerClient(RecordingProducer):
         finally:
             self.events.drain()
 
+    def _run_watched(self, call: str, timeout_s: float, fn: Callable[..., T], *args: Any) -> T:
+        """A blocking transactional call taking ``timeout_s``, given up on ``hang_grace_s``
+        (:data:`HANG_GRACE_S`) after that (:class:`~.recording.CallHung`; the producer is then
+        abandoned)."""
+        try:
+            limit_s = timeout_s + self.hang_grace_s
+            return run_client_call(self.executor, fn, *args, limit_s=limit_s)
+        except CallStillRunning as e:
+            self.abandon()
+            issue = HANG_ISSUE if call == "send_offsets_to_transaction" else f"as {HANG_ISSUE}"
+            detail = (
+                f"librdkafka {libversion()[0]} never returned from a call whose timeout had "
+                f"passed ({issue}); the producer is abandoned and replaced"
+            )
+            raise CallHung(call, timeout_s, e.waited_s, detail) from None
+        finally:
+            self.events.drain()
+
+    def abandon(self) -> None:
+        """Stop using the producer without flushing or closing it (either would block behind
+        the hung call): the handle is kept referenced for the rest of the process, so it is
+        never destroyed under the thread still blocked in it."""
+        if self.producer is not None and not self.abandoned:
+            self.abandoned = True
+            with _ABANDONED_LOCK:
+                _ABANDONED.append(self.producer)
+
     def _call_init(self, timeout_s: float) -> None:
-        self._run(self.producer.init_transactions, timeout_s)
+        self._run_watched(
+            "init_transactions", timeout_s, self.producer.init_transactions, timeout_s
+        )
 
     def _call_begin(self) -> None:
         self.producer.begin_transaction()  # client-local, never blocks
 
     def _call_send_offsets(self, offsets: list[Any], group_metadata: Any, timeout_s: float) -> None:
-        self._run(self.producer.send_offsets_to_transaction, offsets, group_metadata, timeout_s)
+        self._run_watched(
+            "send_offsets_to_transaction",
+            timeout_s,
+            self.producer.send_offsets_to_transaction,
+            offsets,
+            group_metadata,
+            timeout_s,
+        )
 
     def _call_commit(self, timeout_s: float) -> None:
-        self._run(self.producer.commit_transaction, timeout_s)
+        self._run_watched(
+            "commit_transaction", timeout_s, self.producer.commit_transaction, timeout_s
+        )
 
     def _call_abort(self, timeout_s: float) -> None:
-        self._run(self.producer.abort_transaction, timeout_s)
+        self._run_watched(
+            "abort_transaction", timeout_s, self.producer.abort_transaction, timeout_s
+        )
 
     # -- records ----------------------------------------------------------------------------
 
@@ -371,10 +531,18 @@ class ProducerClient(RecordingProducer):
         """
         if self.producer is None:
             return
+        if self.abandoned:
+            # a call on it never returned: flush and close would block behind it (the handle
+            # stays referenced in _ABANDONED)
+            self.producer = None
+            self.events.drain()
+            return
         try:
             if abort_open and self.open_txn is not None and self.initialized:
                 with contextlib.suppress(ClientError):
                     self.abort(self.open_txn, timeout_s, 0)
+                if self.abandoned:  # the abort hung: nothing more is called on the handle
+                    return
             self._run(self.producer.flush, timeout_s)
             if self.open_txn is None:
                 self._run(self.producer.close)
@@ -622,8 +790,12 @@ def chance(rng: random.Random, p: float) -> bool:
 
 
 __all__ = [
+    "HANG_GRACE_S",
+    "HANG_ISSUE",
     "OFFSET_BEGINNING",
     "PAD_HEADER",
+    "CallHung",
+    "CallStillRunning",
     "ClientError",
     "ConsumerClient",
     "DirectExecutor",
@@ -636,6 +808,7 @@ __all__ = [
     "ProducerClient",
     "ProducerReset",
     "Reporter",
+    "abandoned_producers",
     "chance",
     "classify",
     "error_name",

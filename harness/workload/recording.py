@@ -20,6 +20,11 @@ Outcome rules (Jepsen's ok / fail / info), by the error's :class:`ErrorClass`:
   producer must be recreated.
 * abort: ``ok``; retriable errors retried (not once the run stops its users); otherwise
   ``info`` and the producer is reset.
+* any of init, send_offsets, commit, abort that a client library's watchdog gave up on
+  (:class:`CallHung`: the call never returned, e.g. librdkafka#5456): ``info`` (its effect is
+  unknown), never retried; the hung client is abandoned and the producer reset (the next
+  instance's InitProducerId fences it), and ``on_hang`` reports it (a ``client_hang``
+  finding).
 """
 
 from __future__ import annotations
@@ -83,6 +88,27 @@ class ClientError(RuntimeError):
 
 class ProducerReset(ClientError):
     """The producer is unusable (fatal error, or an in-doubt commit/abort): recreate it."""
+
+
+class CallHung(Exception):
+    """A blocking client call outlived its own timeout and the watchdog's grace: the caller
+    stopped waiting for it (the call may still be running on the thread it was given, and may
+    still take effect). Raised by a client library's ``_call_*``; the client that made it is
+    unusable from then on (its handle is abandoned, never closed)."""
+
+    def __init__(self, call: str, timeout_s: float, waited_s: float, detail: str) -> None:
+        super().__init__(
+            f"{call}(timeout={timeout_s:g} s) did not return after {waited_s:.1f} s: {detail}"
+        )
+        self.call = call
+        self.timeout_s = timeout_s
+        self.waited_s = waited_s
+        self.detail = detail
+
+
+#: ``on_hang(op, hang)``: a watchdog gave up on the call of ``op`` (called once, from the
+#: greenlet or thread that made the call, after the op is completed ``info``).
+HangReporter = Callable[[Op, CallHung], None]
 
 
 # -- locust event queue -----------------------------------------------------------------------
@@ -157,6 +183,8 @@ class RecordingProducer(ABC):
         #: purges are what the scenario asked for, not failures (locust reports them under
         #: their own name, :data:`PURGED_BY_ABORT`, as successes; the history keeps ``fail``).
         self.aborting_on_purpose = False
+        #: Told of every call a watchdog gave up on (the run's ``client-hangs/`` records).
+        self.on_hang: HangReporter | None = None
 
     # -- what a client library supplies ---------------------------------------------------
 
@@ -248,6 +276,19 @@ class RecordingProducer(ABC):
         self.fatal = True
         return ProducerReset(what, failure, cause)
 
+    def _hung(self, op: Op, name: str, hang: CallHung) -> ProducerReset:
+        """The watchdog gave up on ``op``'s call: complete it ``info`` (its effect unknown),
+        report the hang and hand back the reset the caller raises (the hung client is not to
+        be used again; the next instance fences it)."""
+        self.ids_may_change()
+        text = f"client hang: {hang}"
+        self._finish(op, name, Outcome.INFO, text)
+        self.open_txn = None
+        self.txn_abortable = False
+        if self.on_hang is not None:
+            self.on_hang(op, hang)
+        return self._reset(hang.call, Failure(ErrorClass.FATAL, text), hang)
+
     def _invoke_send(
         self,
         topic: str,
@@ -289,6 +330,8 @@ class RecordingProducer(ABC):
         op = self.writer.invoke(EventType.INIT, transactional_id=self.transactional_id)
         try:
             self._call_init(timeout_s)
+        except CallHung as e:
+            raise self._hung(op, "init", e) from e
         except Exception as e:
             failure = self._failure(e)
             retriable = failure.error_class == ErrorClass.RETRIABLE
@@ -329,6 +372,8 @@ class RecordingProducer(ABC):
         op = self.writer.invoke(EventType.SEND_OFFSETS, items=items, txn=txn, **fields)
         try:
             self._call_send_offsets(offsets, group_metadata, timeout_s)
+        except CallHung as e:
+            raise self._hung(op, "send_offsets", e) from e
         except Exception as e:
             failure = self._failure(e)
             # Retriable (timeout): the offsets may or may not be in the transaction.
@@ -349,6 +394,8 @@ class RecordingProducer(ABC):
         while True:
             try:
                 self._call_commit(timeout_s)
+            except CallHung as e:
+                raise self._hung(op, "commit", e) from e
             except Exception as e:
                 failure = self._failure(e)
                 if failure.error_class == ErrorClass.ABORTABLE:
@@ -392,6 +439,8 @@ class RecordingProducer(ABC):
         while True:
             try:
                 self._call_abort(timeout_s)
+            except CallHung as e:
+                raise self._hung(op, "abort", e) from e
             except Exception as e:
                 failure = self._failure(e)
                 if self._retry(failure, attempt, retries):

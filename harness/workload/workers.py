@@ -25,11 +25,12 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from confluent_kafka import Consumer, Producer
 
+from ...rundir.client_hangs import write_hang
 from ...rundir.run_dir import HISTORY_DIR
 from ...rundir.schema import EventType
-from ...rundir.writer import HistoryWriter
-from .clients import DirectExecutor, Executor, ProducerClient, Reporter
-from .recording import RecordingProducer
+from ...rundir.writer import HistoryWriter, Op
+from .clients import HANG_GRACE_S, HANG_ISSUE, DirectExecutor, Executor, ProducerClient, Reporter
+from .recording import CallHung, RecordingProducer
 
 if TYPE_CHECKING:
     from .config import WorkloadConfig
@@ -118,6 +119,9 @@ class WorkerContext:
     #: an abort (the outcome is recorded unknown), so a cluster that never completes a
     #: transaction cannot hold the stop for minutes of retries.
     stopping: Callable[[], bool] = _never
+    #: How long past its own timeout a librdkafka transactional call is waited for before it is
+    #: taken for hung (:data:`~.clients.HANG_GRACE_S`; tests shorten it).
+    hang_grace_s: float = HANG_GRACE_S
     #: Client constructors (tests substitute fakes).
     producer_factory: Callable[[dict[str, Any]], Any] = Producer
     consumer_factory: Callable[[dict[str, Any]], Any] = Consumer
@@ -171,7 +175,7 @@ class Worker(ABC):
         )
 
     def new_producer(self, conf: dict[str, Any], group_id: str | None = None) -> ProducerClient:
-        return ProducerClient(
+        client = ProducerClient(
             conf,
             self.writer,
             executor=self.ctx.executor,
@@ -181,6 +185,37 @@ class Worker(ABC):
             producer_factory=self.ctx.producer_factory,
             group_id=group_id,
             stopping=self.ctx.stopping,
+            hang_grace_s=self.ctx.hang_grace_s,
+        )
+        client.on_hang = self.record_hang
+        return client
+
+    def record_hang(self, op: Op, hang: CallHung) -> None:
+        """A call of this user's client never returned: the run's hang record (a
+        ``client_hang`` finding, rundir/client_hangs.py)."""
+        import confluent_kafka
+
+        write_hang(
+            self.ctx.run_dir,
+            {
+                "process": self.process,
+                "kind": self.spec.kind,
+                "user_index": self.index,
+                "time_ns": time.time_ns(),
+                "call": hang.call,
+                "timeout_s": hang.timeout_s,
+                "waited_s": round(hang.waited_s, 3),
+                "invoke_ns": op.invoke_ns,
+                "op_id": op.op_id,
+                "type": op.type,
+                "txn": op.fields.get("txn"),
+                "transactional_id": op.fields.get("transactional_id"),
+                "library": "librdkafka",
+                "library_version": confluent_kafka.libversion()[0],
+                "binding_version": str(confluent_kafka.__version__),
+                "issue": HANG_ISSUE if hang.call == "send_offsets_to_transaction" else None,
+                "message": str(hang),
+            },
         )
 
     def start(self) -> None:

@@ -12,6 +12,7 @@ from txnchaos.analysis import analyze as engines
 from txnchaos.analysis.findings import BEFORE_S, finding_line
 from txnchaos.analysis.spark.pipeline import analyze as spark_analyze
 from txnchaos.rundir.client_crashes import write_crash
+from txnchaos.rundir.client_hangs import write_hang
 from txnchaos_testing.synthetic import Synth, SynthConfig
 
 from .engine_support import EXAMPLES, assert_same_verdict
@@ -81,6 +82,51 @@ def test_a_client_crash_is_a_finding_with_the_faults_around_it(
     summary = have.summary()
     assert summary.splitlines()[0].startswith("verdict: VALID, 1 FINDING (client crash)")
     assert f"repeat: txnchaos run {run / 'scenario.yaml'}" in summary
+
+
+def test_a_client_hang_is_a_finding_with_the_faults_around_its_call(tmp_path: Path) -> None:
+    """A librdkafka call the workload gave up on (client-hangs/) is a client_hang finding:
+    the faults around the call's invocation, the cluster's status left alone, exit code 1.
+    (findings.py builds the findings for both engines; the reference engine judges here.)"""
+    synth = Synth(SynthConfig(seed=3, txns_per_writer=10, consumers=1, copiers=False)).build()
+    run = synth.write(tmp_path / "run")
+    (run / "scenario.yaml").write_text("name: synthetic\n")
+    drop = [line for line in synth.nemesis_log if line["action"] == 3]
+    invoked = (drop[0]["end"] + drop[1]["start"]) / 2  # during the response drop
+    record = {
+        "process": "copier-0",
+        "kind": "eos_copier",
+        "user_index": 0,
+        "time_ns": int((invoked + 45) * SEC),
+        "call": "send_offsets_to_transaction",
+        "timeout_s": 30.0,
+        "waited_s": 45.0,
+        "invoke_ns": int(invoked * SEC),
+        "op_id": 41,
+        "type": "send_offsets",
+        "txn": 7,
+        "transactional_id": "copier-0",
+        "library": "librdkafka",
+        "library_version": "2.16.0",
+        "binding_version": "2.16.1",
+        "issue": "librdkafka#5456",
+        "message": "send_offsets_to_transaction(timeout=30 s) did not return after 45.0 s",
+    }
+    write_hang(run, record)
+
+    v = engines.analyze(run, engine="reference", examples=EXAMPLES, write=False)
+    (f,) = v.findings
+    assert v.status == "valid" and v.exit_code == 1
+    assert f["kind"] == "client_hang" and f["process"] == "copier-0" and f["op_id"] == 41
+    assert f["call"] == "send_offsets_to_transaction" and f["issue"] == "librdkafka#5456"
+    assert [x["action"] for x in f["faults_active"]] == [3]
+    origin = synth.run_info()["workload_started_ns"] / SEC
+    assert f["at_s"] == round(invoked - origin, 3)
+    assert f["repeat"] == f"txnchaos run {run / 'scenario.yaml'}"
+    line = finding_line(f)
+    assert line.startswith("client hang: copier-0 (eos_copier, librdkafka 2.16.0)")
+    assert "faults active: drop_response on client->n0" in line
+    assert v.summary().splitlines()[0].startswith("verdict: VALID, 1 FINDING (client hang)")
 
 
 def test_a_run_without_crashes_has_no_findings(tmp_path: Path) -> None:

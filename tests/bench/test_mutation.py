@@ -141,6 +141,10 @@ def test_a_client_crash_is_counted_apart_from_harness_errors(tmp_path: Path) -> 
     assert not mutation.client_crashed(tmp_path)
     (tmp_path / "verdict.json").write_text("{not json")
     assert not mutation.client_crashed(tmp_path)
+    # a client library call that never returned (librdkafka#5456) counts as a crash does
+    hung = {**crashed, "findings": [{"kind": "client_hang"}]}
+    (tmp_path / "verdict.json").write_text(json.dumps(hung))
+    assert mutation.client_crashed(tmp_path)
 
 
 def test_the_scratch_tree_imports_every_layer_from_this_checkout(tmp_path: Path) -> None:

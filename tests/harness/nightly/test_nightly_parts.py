@@ -332,6 +332,45 @@ def test_a_client_crash_is_its_own_class_and_junit_failure(tmp_path: Path) -> No
     assert "1 with a client crash" in page and 'class="client_crash"' in page
 
 
+HANG = {
+    "kind": "client_hang",
+    "process": "copier-0",
+    "user_kind": "eos_copier",
+    "at_s": 38.2,
+    "call": "send_offsets_to_transaction",
+    "timeout_s": 30.0,
+    "waited_s": 45.0,
+    "type": "send_offsets",
+    "txn": 12,
+    "library": "librdkafka",
+    "library_version": "2.16.0",
+    "issue": "librdkafka#5456",
+    "faults_active": [{"kind": "restart", "target": "node 2", "applied_at_s": 36.0}],
+    "faults_before": [],
+}
+
+
+def test_a_client_hang_is_its_own_class_and_junit_failure(tmp_path: Path) -> None:
+    """A valid verdict beside a client library call that never returned does not pass, as
+    beside a crash: the row, the summary and the JUnit failure (type client_hang) say which
+    call hung, where, and how to repeat it."""
+    r = row(1, exit_code=1)
+    write_run(tmp_path, r, {**verdict("valid", {}), "findings": [HANG]})
+    fill_from_run_dir(r, tmp_path)
+    assert (r.verdict, r.passed, r.status_class) == ("valid", False, "client_hang")
+    assert r.outcome == "valid, client hang"
+    (line,) = r.findings
+    assert line.startswith("client hang: copier-0 (eos_copier, librdkafka 2.16.0) at +38.2 s: ")
+    assert "send_offsets_to_transaction(timeout=30 s) never returned (librdkafka#5456)" in line
+    assert "given up after 45.0 s: send_offsets txn 12 recorded info" in line
+    assert "faults active: restart on node 2 (+36.0..end s)" in line
+    failure = junit_failure(tmp_path, r)
+    assert failure.get("type") == "client_hang"
+    assert (failure.get("message") or "").startswith("client hang: copier-0")
+    page = summary_page(tmp_path, r, {"client_hang": 1})
+    assert "1 with a client hang" in page and 'class="client_hang"' in page
+
+
 NODE_ERROR = {
     "kind": "node_error",
     "node": "node-2",
