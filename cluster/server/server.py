@@ -403,12 +403,23 @@ class _Suspended:
             yielded.add_done_callback(self._resume)
             return SUSPENDED
         server, ctx = self.server, self.ctx
-        return asyncio.ensure_future(
+        task = asyncio.ensure_future(
             server._complete(ctx, self.coro, yielded, self.started, self.bytes_in)
         )
+        server._handler_tasks.add(task)
+        task.add_done_callback(server._handler_tasks.discard)
+        return task
 
     def _resume(self, _: asyncio.Future[Any]) -> None:
         server, ctx = self.server, self.ctx
+        if server.stopping:
+            # The node is stopping (what it waited on was let go, e.g. a verification the
+            # stop failed): its connection is closed and its partitions may be, so the
+            # handler does not go on to act on them (Kafka drains its request handlers
+            # before it closes its logs)
+            _cancel(self.coro)
+            self.conn._handler_finished(None, CloseConnection("node stopping"))
+            return
         try:
             yielded = self.coro.send(None)
         except StopIteration as stop:
@@ -435,6 +446,16 @@ class _Suspended:
         outcome = self.park(yielded)
         if isinstance(outcome, asyncio.Future):
             outcome.add_done_callback(self.conn._on_handler_done)
+
+
+def _cancel(coro: Coroutine[Any, Any, Any]) -> None:
+    """End a suspended handler as a cancelled task ends: CancelledError where it waits (its
+    ``finally`` blocks and cleanups run); should it wait again, it is closed there."""
+    try:
+        coro.throw(asyncio.CancelledError())
+    except (StopIteration, asyncio.CancelledError, Exception):  # ended, however it ended
+        return
+    coro.close()
 
 
 class KafkaServer:
@@ -470,6 +491,9 @@ class KafkaServer:
         """Told the id of every connection that closed (per-connection state elsewhere,
         e.g. a SASL session)."""
         self.protocol_errors = 0
+        #: set by stop(): handlers still waiting are not resumed, tasks finishing them cancelled
+        self.stopping = False
+        self._handler_tasks: set[asyncio.Future[bytes | None]] = set()
         self.refused_connections = 0
         self.idle_closed = 0
         self.dead_closed = 0
@@ -500,6 +524,10 @@ class KafkaServer:
         return port
 
     async def stop(self) -> None:
+        """Stop accepting, close every connection and end the handlers still running, so
+        that nothing acts on the node's state (its partitions, its coordinators) after this
+        returns and the node goes on to close it."""
+        self.stopping = True
         if self._idle_sweeper is not None:
             self._idle_sweeper.cancel()
         if self._server is not None:
@@ -507,6 +535,11 @@ class KafkaServer:
         for conn in list(self._connections.values()):
             if conn.transport is not None:
                 conn.transport.close()
+        tasks = list(self._handler_tasks)
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
         if self._server is not None:
             await self._server.wait_closed()
 
