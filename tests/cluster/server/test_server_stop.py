@@ -5,6 +5,7 @@ verification through a broker's clean restart appended to a segment closed meanw
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from typing import Any
 
 from tests.cluster.coordinator.transactions.txn_support import async_test
@@ -62,10 +63,8 @@ async def stop_while_waiting(pid: int) -> Waiting:
             peer.release.set_result(None)  # what it waited for comes after the stop
         for _ in range(5):
             await asyncio.sleep(0)
-        try:
+        with contextlib.suppress(PeerUnavailable):  # the connection closed with the stop
             await request
-        except PeerUnavailable:
-            pass  # the connection closed with the stop
     finally:
         await conn.close()
     return peer

@@ -237,6 +237,13 @@ class _Hangs(FakeProducer):
         self._blocks("abort_transaction")
         super().abort_transaction(timeout)
 
+    def close(self) -> None:
+        if self.call == "close":
+            self.calls.append("close")
+            self.release.wait()
+            return
+        super().close()
+
 
 OP_OF = {"init_transactions": "init", "commit_transaction": "commit", "abort_transaction": "abort"}
 
@@ -337,3 +344,26 @@ def test_a_crashable_copier_in_a_process_of_its_own_outlives_a_hang_and_exits(
         code = client.stop()
     assert code == 0
     assert client.wait_line("STOPPED", 30.0) == "STOPPED"
+
+
+def test_a_close_that_never_returns_is_given_up_and_its_producer_abandoned(
+    tmp_path: Path,
+) -> None:
+    """close() of librdkafka's producer aborts a transaction it still takes for open (an
+    abort that failed) and waits for the coordinator without a limit: the harness stops
+    waiting ``hang_grace_s`` after the close's timeout and abandons the handle."""
+    _Hangs.call, _Hangs.release = "close", threading.Event()
+    writer = HistoryWriter(tmp_path, "txn-0")
+    client = ProducerClient(
+        {"transactional.id": "txn-0"}, writer, producer_factory=_Hangs, hang_grace_s=0.2
+    )
+    fake = client.producer
+    assert isinstance(fake, _Hangs)
+    try:
+        client.init(5.0)
+        client.close(timeout_s=0.2)  # returns: given up on
+        assert fake.calls.count("close") == 1
+        assert client.abandoned and client.producer is None
+    finally:
+        _Hangs.release.set()
+        writer.close()
