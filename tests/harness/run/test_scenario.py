@@ -89,3 +89,45 @@ def test_the_scenario_a_run_keeps_parses_back_to_the_scenario_that_ran() -> None
         ), path
         ran = parse_scenario(yaml.safe_load(scenario_as_run(s, 77, 5.5, s.cluster.launcher)))
         assert (ran.seed, ran.duration) == (77, 5.5)
+
+
+def _largest_copier_batch(name: str, records: int) -> int:
+    """Bytes of the largest batch a copier sends: all of one transaction's copies to one
+    partition (values ``<name>-<index>|<txn>|<i>`` with six-digit transaction numbers, keys of
+    up to four characters, timestamps up to 10^6 ms apart), uncompressed, as the cluster's own
+    encoder writes them."""
+    from txnchaos.cluster.protocol.record_batch import HEADER_SIZE
+    from txnchaos.cluster.protocol.records import encode_record
+    from txnchaos.rundir.schema import encode_value
+
+    body = sum(
+        len(encode_record(i, 10**6, b"9999", encode_value(f"{name}-9", 999_999, i).encode()))
+        for i in range(records)
+    )
+    return HEADER_SIZE + body
+
+
+def test_copier_batches_fit_the_segments() -> None:
+    """A batch larger than a segment is refused (RECORD_LIST_TOO_LARGE); a copier polls the
+    same inputs again after the abort and copies nothing for the rest of the run (the process
+    mix's copier did so from its fifth second on, from 33a4cc4's 2 KiB segments until the
+    seventh round of mutation analysis)."""
+    checked = 0
+    for path in sorted(SCENARIOS.rglob("*.yaml")):
+        s = load_scenario(path)
+        broker_segment = s.cluster.settings.get("log.segment.bytes")
+        for user in s.workload.users:
+            if user.kind not in ("eos_copier", "tv2_copier"):
+                continue
+            # the output topic's own segment.bytes, else the brokers'
+            topic = next(t for t in s.workload.topics if t.name == user.output_topic)
+            segment = topic.configs.get("segment.bytes", broker_segment)
+            if segment is None:
+                continue
+            size = _largest_copier_batch(user.name or user.kind, user.max_records_per_txn)
+            assert size <= int(segment), (
+                f"{path.name}: {user.name}'s {user.max_records_per_txn} copies per transaction "
+                f"make a {size}-byte batch, larger than its segments ({segment} bytes)"
+            )
+            checked += 1
+    assert checked >= 1
