@@ -70,7 +70,7 @@ def test_a_night_with_a_valid_and_an_invalid_run(tmp_path: Path) -> None:
         assert (night / r["report"]).is_file()
         assert f"--seed {r['seed']}" in r["command"]
     totals = {"runs": 2, "passed": 1, "invalid": 1, "harness_failed": 0, "nemesis_failed": 0}
-    totals |= {"node_error": 0, "client_crash": 0, "no_chaos": 0}
+    totals |= {"node_error": 0, "client_crash": 0, "client_hang": 0, "no_chaos": 0}
     assert summary["totals"] == totals
     assert "--seed-base 40" in summary["repeat"]
 
