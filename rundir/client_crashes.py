@@ -27,10 +27,11 @@ names are unique in a run, so the directories of distributed workers merge witho
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any
+
+from .client_records import read_records, write_record
 
 CRASH_DIR = "client-crashes"
 
@@ -41,30 +42,11 @@ def crash_path(run_dir: str | os.PathLike[str], process: str) -> Path:
 
 def write_crash(run_dir: str | os.PathLike[str], record: dict[str, Any]) -> Path:
     """Write one crash record whole (temporary file, then rename)."""
-    path = crash_path(run_dir, str(record["process"]))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
-    return path
+    return write_record(crash_path(run_dir, str(record["process"])), record)
 
 
 def read_crashes(run_dir: str | os.PathLike[str]) -> tuple[list[dict[str, Any]], str | None]:
     """Every crash record of the run, by time, and a note naming unreadable files (skipped)."""
-    root = Path(run_dir) / CRASH_DIR
-    if not root.is_dir():
-        return [], None
-    out, bad = [], []
-    for path in sorted(root.glob("*.json")):
-        try:
-            record = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            bad.append(path.name)
-            continue
-        if isinstance(record, dict) and isinstance(record.get("process"), str):
-            out.append(record)
-        else:
-            bad.append(path.name)
-    out.sort(key=lambda r: (r.get("time_ns") or 0, r["process"]))
-    note = f"{root}: unreadable crash record(s) skipped: {', '.join(bad)}" if bad else None
-    return out, note
+    return read_records(
+        Path(run_dir) / CRASH_DIR, "crash", lambda r: (r.get("time_ns") or 0, r["process"])
+    )

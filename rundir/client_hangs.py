@@ -29,10 +29,11 @@ process may hang more than once; ``op_id`` is unique within it)::
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any
+
+from .client_records import read_records, write_record
 
 HANG_DIR = "client-hangs"
 
@@ -43,30 +44,13 @@ def hang_path(run_dir: str | os.PathLike[str], process: str, op_id: int) -> Path
 
 def write_hang(run_dir: str | os.PathLike[str], record: dict[str, Any]) -> Path:
     """Write one hang record whole (temporary file, then rename)."""
-    path = hang_path(run_dir, str(record["process"]), int(record["op_id"]))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
-    return path
+    return write_record(hang_path(run_dir, str(record["process"]), int(record["op_id"])), record)
 
 
 def read_hangs(run_dir: str | os.PathLike[str]) -> tuple[list[dict[str, Any]], str | None]:
     """Every hang record of the run, by time, and a note naming unreadable files (skipped)."""
-    root = Path(run_dir) / HANG_DIR
-    if not root.is_dir():
-        return [], None
-    out, bad = [], []
-    for path in sorted(root.glob("*.json")):
-        try:
-            record = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            bad.append(path.name)
-            continue
-        if isinstance(record, dict) and isinstance(record.get("process"), str):
-            out.append(record)
-        else:
-            bad.append(path.name)
-    out.sort(key=lambda r: (r.get("time_ns") or 0, r["process"], r.get("op_id") or 0))
-    note = f"{root}: unreadable hang record(s) skipped: {', '.join(bad)}" if bad else None
-    return out, note
+    return read_records(
+        Path(run_dir) / HANG_DIR,
+        "hang",
+        lambda r: (r.get("time_ns") or 0, r["process"], r.get("op_id") or 0),
+    )
