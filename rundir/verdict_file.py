@@ -99,14 +99,12 @@ def finding_line(f: dict[str, Any]) -> str:
         return _client_hang_line(f)
     if f.get("kind") != CLIENT_CRASH:
         return f"{f.get('kind')}: {f}"
-    lib = " ".join(str(x) for x in (f.get("library"), f.get("library_version")) if x)
-    at = f" at +{f['at_s']:.1f} s" if isinstance(f.get("at_s"), int | float) else ""
+    lib, at = _library(f), _at(f)
     flight = ", ".join(
         f"{o.get('type')}" + (f" txn {o['txn']}" if o.get("txn") is not None else "")
         for o in (f.get("in_flight") or [])[-3:]
     )
-    active = ", ".join(_fault_words(x) for x in f.get("faults_active") or []) or "none"
-    before = ", ".join(_fault_words(x) for x in f.get("faults_before") or []) or "none"
+    active, before = _faults(f, "faults_active"), _faults(f, "faults_before")
     return (
         f"client crash: {f['process']} ({f.get('user_kind')}, {lib}){at}: "
         f"{f.get('signal') or 'exit ' + str(f.get('exit_code'))}: {f.get('message')}; "
@@ -116,16 +114,14 @@ def finding_line(f: dict[str, Any]) -> str:
 
 
 def _client_hang_line(f: dict[str, Any]) -> str:
-    lib = " ".join(str(x) for x in (f.get("library"), f.get("library_version")) if x)
-    at = f" at +{f['at_s']:.1f} s" if isinstance(f.get("at_s"), int | float) else ""
+    lib, at = _library(f), _at(f)
     txn = f" txn {f['txn']}" if f.get("txn") is not None else ""
     issue = f" ({f['issue']})" if f.get("issue") else ""
     timeout = f.get("timeout_s")
     timeout_text = f"{timeout:g}" if isinstance(timeout, int | float) else str(timeout)
     waited = f.get("waited_s")
     after = f" after {waited:.1f} s" if isinstance(waited, int | float) else ""
-    active = ", ".join(_fault_words(x) for x in f.get("faults_active") or []) or "none"
-    before = ", ".join(_fault_words(x) for x in f.get("faults_before") or []) or "none"
+    active, before = _faults(f, "faults_active"), _faults(f, "faults_before")
     return (
         f"client hang: {f['process']} ({f.get('user_kind')}, {lib}){at}: "
         f"{f.get('call')}(timeout={timeout_text} s) never returned{issue}; "
@@ -135,16 +131,30 @@ def _client_hang_line(f: dict[str, Any]) -> str:
 
 
 def _node_error_line(f: dict[str, Any]) -> str:
-    at = f" at +{f['at_s']:.1f} s" if isinstance(f.get("at_s"), int | float) else ""
+    at = _at(f)
     nodes = ", ".join(f.get("nodes") or [str(f.get("node"))])
     times = f" ({f['count']} times)" if (f.get("count") or 1) > 1 else ""
     detail = f": {f['detail']}" if f.get("detail") else ""
     logged = f"; logged as: {f['message']}" if f.get("message") else ""
-    active = ", ".join(_fault_words(x) for x in f.get("faults_active") or []) or "none"
+    active = _faults(f, "faults_active")
     return (
         f"node error: {nodes}{at}{times}: {f.get('exception')}{detail} in {f.get('where')}"
         f"{logged}; faults active: {active}"
     )
+
+
+def _library(f: dict[str, Any]) -> str:
+    return " ".join(str(x) for x in (f.get("library"), f.get("library_version")) if x)
+
+
+def _at(f: dict[str, Any]) -> str:
+    """`` at +12.3 s`` from a finding's ``at_s``, or nothing."""
+    return f" at +{f['at_s']:.1f} s" if isinstance(f.get("at_s"), int | float) else ""
+
+
+def _faults(f: dict[str, Any], key: str) -> str:
+    """A finding's faults under ``key`` (faults_active, faults_before) in words, or none."""
+    return ", ".join(_fault_words(x) for x in f.get(key) or []) or "none"
 
 
 def _fault_words(x: dict[str, Any]) -> str:
