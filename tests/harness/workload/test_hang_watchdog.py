@@ -86,32 +86,38 @@ def _ops(run_dir: Path, type_: str, outcome: str) -> list[dict[str, Any]]:
     ]
 
 
-@pytest.mark.parametrize("executor", ["gevent", "direct"])
-def test_a_send_offsets_that_never_returns_is_given_up_and_the_copier_goes_on(
-    executor: str, tmp_path: Path
-) -> None:
+def _copier_on_mock() -> tuple[MockCluster, dict[str, Any]]:
+    """librdkafka's mock cluster with the copier's topics and its transaction and group
+    coordinators on brokers of their own, and the workload of one copier over it."""
     mock = MockCluster(3)
     mock.topic("in", 1, LEADER)
     mock.topic("out", 1, LEADER)
     mock.coordinator("transaction", "copier-tx", TXN_COORDINATOR)
     mock.coordinator("group", "copiers", GROUP_COORDINATOR)
-    cfg = load_workload(
-        {
-            "topics": [{"name": "in", "partitions": 1}, {"name": "out", "partitions": 1}],
-            "users": [
-                {
-                    "kind": "eos_copier",
-                    "input_topics": ["in"],
-                    "output_topic": "out",
-                    "group_id": "copiers",
-                    "transactional_id": "copier-tx",
-                    "max_records_per_txn": 5,
-                    "abort_probability": 0,
-                    "op_timeout_s": OP_TIMEOUT_S,
-                }
-            ],
-        }
-    )
+    config = {
+        "topics": [{"name": "in", "partitions": 1}, {"name": "out", "partitions": 1}],
+        "users": [
+            {
+                "kind": "eos_copier",
+                "input_topics": ["in"],
+                "output_topic": "out",
+                "group_id": "copiers",
+                "transactional_id": "copier-tx",
+                "max_records_per_txn": 5,
+                "abort_probability": 0,
+                "op_timeout_s": OP_TIMEOUT_S,
+            }
+        ],
+    }
+    return mock, config
+
+
+@pytest.mark.parametrize("executor", ["gevent", "direct"])
+def test_a_send_offsets_that_never_returns_is_given_up_and_the_copier_goes_on(
+    executor: str, tmp_path: Path
+) -> None:
+    mock, config = _copier_on_mock()
+    cfg = load_workload(config)
     run_dir = tmp_path / "run"
     ctx = WorkerContext(
         cfg, run_dir, mock.bootstrap, executor=_executor(executor), hang_grace_s=GRACE_S
@@ -300,26 +306,7 @@ def test_a_crashable_copier_in_a_process_of_its_own_outlives_a_hang_and_exits(
     real grace (HANG_GRACE_S), the process copies on once the coordinator is back, and a
     SIGTERM still stops it cleanly, the abandoned handle and its blocked thread
     notwithstanding."""
-    mock = MockCluster(3)
-    mock.topic("in", 1, LEADER)
-    mock.topic("out", 1, LEADER)
-    mock.coordinator("transaction", "copier-tx", TXN_COORDINATOR)
-    mock.coordinator("group", "copiers", GROUP_COORDINATOR)
-    config = {
-        "topics": [{"name": "in", "partitions": 1}, {"name": "out", "partitions": 1}],
-        "users": [
-            {
-                "kind": "eos_copier",
-                "input_topics": ["in"],
-                "output_topic": "out",
-                "group_id": "copiers",
-                "transactional_id": "copier-tx",
-                "max_records_per_txn": 5,
-                "abort_probability": 0,
-                "op_timeout_s": OP_TIMEOUT_S,
-            }
-        ],
-    }
+    mock, config = _copier_on_mock()
     run_dir = tmp_path / "run"
     _produce(mock.bootstrap, "in", range(5))
     client = CrashableClient(
